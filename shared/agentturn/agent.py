@@ -1,0 +1,101 @@
+"""Agents, their execution policy and tool-approval decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Literal
+
+from agentturn.chat import ChatModel
+from agentturn.forms import REQUEST_USER_INPUT, UserInputTool
+from agentturn.messages import ToolCall
+from agentturn.tools import Tool, ToolSpec
+
+if TYPE_CHECKING:
+    from agentturn.state import Turn
+
+
+@dataclass(frozen=True)
+class ExecutionPolicy:
+    """Limits of one turn. Every field has a default; reaching a limit ends the turn with its own status."""
+
+    #: model calls per turn (MAX_ITERATIONS_REACHED)
+    max_iterations: int = 10
+    #: model calls plus tool executions per turn (MAX_STEPS_REACHED)
+    max_steps: int = 50
+    #: logical business-tool calls per turn; a form replay is the same call (BUDGET_EXCEEDED)
+    max_tool_calls: int = 20
+    #: earlier conversation messages (model-visible) put in the model's context window
+    context_window: int = 50
+    #: what a business tool's exception does: tell the model, or fail the turn
+    on_tool_error: Literal["return_to_model", "fail_turn"] = "return_to_model"
+
+    def __post_init__(self) -> None:
+        for name in ("max_iterations", "max_steps", "max_tool_calls", "context_window"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"ExecutionPolicy.{name} must be >= 0")
+
+
+class ApprovalVerdict(StrEnum):
+    ALLOW = "ALLOW"
+    REQUIRE_APPROVAL = "REQUIRE_APPROVAL"
+    DENY = "DENY"
+
+
+@dataclass(frozen=True)
+class ToolApprovalDecision:
+    verdict: ApprovalVerdict
+    message: str = ""
+
+    @classmethod
+    def allow(cls) -> ToolApprovalDecision:
+        return cls(ApprovalVerdict.ALLOW)
+
+    @classmethod
+    def require_approval(cls, message: str = "") -> ToolApprovalDecision:
+        return cls(ApprovalVerdict.REQUIRE_APPROVAL, message)
+
+    @classmethod
+    def deny(cls, message: str = "") -> ToolApprovalDecision:
+        return cls(ApprovalVerdict.DENY, message)
+
+
+ApprovalPolicy = Callable[["Turn", ToolCall, Tool], ToolApprovalDecision]
+
+
+class Agent:
+    def __init__(
+        self,
+        id: str,
+        instructions: str,
+        chat_model: ChatModel,
+        tools: Iterable[Tool] = (),
+        version: str = "1",
+        approval_policy: ApprovalPolicy | None = None,
+        policy: ExecutionPolicy | None = None,
+    ) -> None:
+        if not id or not isinstance(id, str):
+            raise ValueError("agent id must be a non-empty string")
+        self.id = id
+        self.instructions = instructions
+        self.chat_model = chat_model
+        self.version = str(version)
+        self.approval_policy = approval_policy
+        self.policy = policy or ExecutionPolicy()
+        self.tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self.tools:
+                raise ValueError(f"agent {id!r}: duplicate tool name {tool.name!r}")
+            self.tools[tool.name] = tool
+
+    @property
+    def user_input_tool(self) -> UserInputTool | None:
+        tool = self.tools.get(REQUEST_USER_INPUT)
+        return tool if isinstance(tool, UserInputTool) else None
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [ToolSpec(t.name, t.description, t.parameters) for t in self.tools.values()]
+
+    def __repr__(self) -> str:
+        return f"Agent(id={self.id!r}, version={self.version!r})"

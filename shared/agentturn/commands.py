@@ -1,0 +1,59 @@
+"""Resume commands: what a person's answer to a suspended turn looks like."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, overload
+
+from pydantic import Field
+
+from agentturn._wire import WireModel
+
+
+class ResumeKind(StrEnum):
+    TEXT_INPUT = "TEXT_INPUT"
+    FORM_INPUT = "FORM_INPUT"
+    APPROVE_TOOL = "APPROVE_TOOL"
+    REJECT_TOOL = "REJECT_TOOL"
+
+
+class ResumeCommand(WireModel):
+    """Immutable by convention: ``with_metadata`` returns a new command.
+
+    ``metadata`` holds audit attributes (submittedBy, requestId, channel); the form data itself is ``data``.
+    """
+
+    kind: ResumeKind
+    action_id: str | None = None
+    content: str | None = None
+    data: dict[str, Any] | None = None
+    reason: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @overload
+    @classmethod
+    def user_input(cls, content: str, /) -> ResumeCommand: ...
+
+    @overload
+    @classmethod
+    def user_input(cls, action_id: str, data: dict[str, Any], /) -> ResumeCommand: ...
+
+    @classmethod
+    def user_input(cls, first: str, data: dict[str, Any] | None = None, /) -> ResumeCommand:
+        """``user_input(text)`` answers a plain-text wait; ``user_input(action_id, data)`` submits a form."""
+        if data is None:
+            return cls(kind=ResumeKind.TEXT_INPUT, content=first)
+        if not isinstance(data, dict):
+            raise TypeError("form data must be a dict")
+        return cls(kind=ResumeKind.FORM_INPUT, action_id=first, data=data)
+
+    @classmethod
+    def approve_tool(cls, call_id: str) -> ResumeCommand:
+        return cls(kind=ResumeKind.APPROVE_TOOL, action_id=call_id)
+
+    @classmethod
+    def reject_tool(cls, call_id: str, reason: str | None = None) -> ResumeCommand:
+        return cls(kind=ResumeKind.REJECT_TOOL, action_id=call_id, reason=reason)
+
+    def with_metadata(self, key: str, value: Any) -> ResumeCommand:
+        return self.model_copy(update={"metadata": {**self.metadata, key: value}}, deep=True)

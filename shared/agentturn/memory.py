@@ -1,0 +1,141 @@
+"""The ChatMemory port (the conversation timeline, a projection of turn snapshots) and its in-memory adapter."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import TypeAdapter
+
+from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
+
+_TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
+
+
+@runtime_checkable
+class ChatMemory(Protocol):
+    """One conversation's timeline, ordered by ``sort_key``; keyed by ``message_id``."""
+
+    conversation_id: str
+
+    def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
+        """The latest ``limit`` entries (all when ``None``), oldest first, cards included."""
+        ...
+
+    def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
+        """The latest ``limit`` model-visible messages, oldest first: never a UI card."""
+        ...
+
+    def get_message(self, message_id: str) -> TimelineMessage | None: ...
+
+    def append(self, message: TimelineMessage) -> bool:
+        """Add an entry; ``False`` (and nothing changed) when its ``message_id`` is already there."""
+        ...
+
+    def append_all(self, messages: Sequence[TimelineMessage]) -> None:
+        """Idempotent batch append: entries already present are left as they are."""
+        ...
+
+    def update_message(self, message: CardMessage, expected_version: int) -> bool:
+        """Replace a card if the stored one is at ``expected_version`` (compare-and-set)."""
+        ...
+
+    def get_active_turn(self) -> str | None:
+        """The id of the turn that holds the conversation, if any."""
+        ...
+
+    def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
+        """Point the conversation at ``turn_id`` if it currently points at ``expected`` (atomic)."""
+        ...
+
+
+ChatMemoryProvider = Callable[[str], ChatMemory]
+
+
+class _Conversation:
+    def __init__(self, conversation_id: str, lock: threading.Lock) -> None:
+        self.conversation_id = conversation_id
+        self._lock = lock
+        self._keys: list[tuple[str, str]] = []
+        self._bodies: dict[str, str] = {}
+        self._sort_keys: dict[str, str] = {}
+        self._active_turn: str | None = None
+
+    def _decode(self, message_id: str) -> TimelineMessage:
+        return _TIMELINE.validate_json(self._bodies[message_id])
+
+    def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
+        with self._lock:
+            keys = self._keys if limit is None else self._keys[-limit:] if limit > 0 else []
+            return [self._decode(message_id) for _, message_id in keys]
+
+    def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
+        with self._lock:
+            visible = [self._decode(mid) for _, mid in self._keys]
+        model: list[ModelMessage] = [m for m in visible if not isinstance(m, FormMessage | ApprovalMessage)]
+        if limit is None:
+            return model
+        return model[-limit:] if limit > 0 else []
+
+    def get_message(self, message_id: str) -> TimelineMessage | None:
+        with self._lock:
+            return self._decode(message_id) if message_id in self._bodies else None
+
+    def _insert(self, message: TimelineMessage) -> bool:
+        if not message.message_id:
+            raise ValueError("timeline entries need a message_id")
+        if message.message_id in self._bodies:
+            return False
+        bisect.insort(self._keys, (message.sort_key, message.message_id))
+        self._bodies[message.message_id] = message.model_dump_json(by_alias=True)
+        self._sort_keys[message.message_id] = message.sort_key
+        return True
+
+    def append(self, message: TimelineMessage) -> bool:
+        with self._lock:
+            return self._insert(message)
+
+    def append_all(self, messages: Sequence[TimelineMessage]) -> None:
+        with self._lock:
+            for message in messages:
+                self._insert(message)
+
+    def update_message(self, message: CardMessage, expected_version: int) -> bool:
+        with self._lock:
+            if message.message_id not in self._bodies:
+                return False
+            current = self._decode(message.message_id)
+            if getattr(current, "version", None) != expected_version or current.type != message.type:
+                return False
+            stored = message.model_copy(update={"sort_key": self._sort_keys[message.message_id]})
+            self._bodies[message.message_id] = stored.model_dump_json(by_alias=True)
+            return True
+
+    def get_active_turn(self) -> str | None:
+        with self._lock:
+            return self._active_turn
+
+    def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
+        with self._lock:
+            if self._active_turn != expected:
+                return False
+            self._active_turn = turn_id
+            return True
+
+
+class InMemoryChatMemory:
+    """A provider: ``InMemoryChatMemory()(conversation_id)`` returns that conversation's ChatMemory."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conversations: dict[str, _Conversation] = {}
+
+    def __call__(self, conversation_id: str) -> ChatMemory:
+        with self._lock:
+            conversation = self._conversations.get(conversation_id)
+            if conversation is None:
+                conversation = _Conversation(conversation_id, threading.Lock())
+                self._conversations[conversation_id] = conversation
+            return conversation

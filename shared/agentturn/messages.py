@@ -1,0 +1,120 @@
+"""Messages of a conversation: what the model sees (user, ai, tool) and the UI cards it never sees."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, JsonValue
+
+from agentturn._wire import WireModel
+
+
+class ToolCall(WireModel):
+    id: str
+    name: str
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class _TimelineFields(WireModel):
+    """Fields every timeline entry carries; filled in when a turn's messages are projected."""
+
+    message_id: str = ""
+    turn_id: str | None = None
+    #: Order of the entry within the conversation timeline (assigned by the projection).
+    sort_key: str = ""
+
+
+class UserMessage(_TimelineFields):
+    type: Literal["user"] = "user"
+    content: str
+    model_visible: Literal[True] = True
+
+
+class AiMessage(_TimelineFields):
+    type: Literal["ai"] = "ai"
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    model_visible: Literal[True] = True
+
+
+class ToolMessage(_TimelineFields):
+    type: Literal["tool"] = "tool"
+    tool_call_id: str
+    #: The tool's result as JSON (a string for plain-text tools).
+    content: JsonValue
+    tool_name: str = ""
+    model_visible: Literal[True] = True
+
+
+ModelMessage = Annotated[UserMessage | AiMessage | ToolMessage, Field(discriminator="type")]
+
+
+class FormStatus(StrEnum):
+    PENDING = "PENDING"
+    SUBMITTED = "SUBMITTED"
+    CANCELLED = "CANCELLED"
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "PENDING"
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+    CANCELLED = "CANCELLED"
+
+
+class CardAction(StrEnum):
+    SUBMIT = "SUBMIT"
+    APPROVE = "APPROVE"
+    REJECT = "REJECT"
+
+
+class FormMessage(_TimelineFields):
+    """The UI card of a form: carries the frozen JSON Schema; never part of the model's context."""
+
+    type: Literal["agent_form"] = "agent_form"
+    action_id: str
+    form_key: str
+    description: str = ""
+    schema_: dict[str, Any] = Field(alias="schema")
+    #: "MODEL" when the model asked via request_user_input, "TOOL" when a business tool raised FormRequired.
+    input_target: Literal["MODEL", "TOOL"] = "MODEL"
+    tool_name: str = ""
+    status: FormStatus = FormStatus.PENDING
+    actions: list[CardAction] = Field(default_factory=lambda: [CardAction.SUBMIT])
+    submitted_values: dict[str, Any] | None = None
+    submitted_by: str | None = None
+    submitted_at: str | None = None
+    model_visible: Literal[False] = False
+    version: int = 1
+
+
+class ApprovalMessage(_TimelineFields):
+    """The UI card of a tool call waiting for a person's approval."""
+
+    type: Literal["agent_approval"] = "agent_approval"
+    action_id: str
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    message: str = ""
+    status: ApprovalStatus = ApprovalStatus.PENDING
+    actions: list[CardAction] = Field(default_factory=lambda: [CardAction.APPROVE, CardAction.REJECT])
+    decided_by: str | None = None
+    decided_at: str | None = None
+    reason: str | None = None
+    model_visible: Literal[False] = False
+    version: int = 1
+
+
+CardMessage = Annotated[FormMessage | ApprovalMessage, Field(discriminator="type")]
+TimelineMessage = Annotated[
+    UserMessage | AiMessage | ToolMessage | FormMessage | ApprovalMessage, Field(discriminator="type")
+]
+
+
+def form_message_id(turn_id: str, action_id: str) -> str:
+    return f"{turn_id}:input:{action_id}"
+
+
+def approval_message_id(turn_id: str, action_id: str) -> str:
+    return f"{turn_id}:approval:{action_id}"

@@ -1,0 +1,41 @@
+"""The ResumeQueue port: hands a runnable turn to a worker. At-least-once; workers make duplicates harmless."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Protocol, runtime_checkable
+
+from pydantic import Field
+
+from agentturn._wire import WireModel
+
+
+class ResumeMessage(WireModel):
+    turn_id: str = Field(min_length=1, max_length=128)
+    version: int = Field(ge=0)
+
+
+@runtime_checkable
+class ResumeQueue(Protocol):
+    def enqueue(self, turn_id: str, version: int) -> None: ...
+
+
+class InMemoryResumeQueue:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._messages: deque[ResumeMessage] = deque()
+
+    def enqueue(self, turn_id: str, version: int) -> None:
+        with self._lock:
+            self._messages.append(ResumeMessage(turn_id=turn_id, version=version))
+
+    def drain(self) -> list[ResumeMessage]:
+        with self._lock:
+            drained = list(self._messages)
+            self._messages.clear()
+            return drained
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._messages)

@@ -1,0 +1,162 @@
+"""Applying a person's answer to a suspended turn: pure, so a refused command changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentturn.commands import ResumeCommand, ResumeKind
+from agentturn.errors import FormValidationError, InvalidResumeError
+from agentturn.forms import REQUEST_USER_INPUT
+from agentturn.messages import (
+    ApprovalStatus,
+    CardMessage,
+    FormMessage,
+    FormStatus,
+    ToolMessage,
+    UserMessage,
+)
+from agentturn.projection import stamp
+from agentturn.state import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus
+from agentturn.validation import validate_form_data
+
+
+def submitted_tool_message_content(form_key: str, data: dict[str, Any]) -> dict[str, Any]:
+    """What the model receives for a model-requested form: the seed's ToolMessage content."""
+    return {"status": "submitted", "formKey": form_key, "data": data}
+
+
+def _refuse_stale(turn: Turn, suspension: Suspension, action_id: str | None) -> None:
+    if action_id == suspension.correlation_id:
+        return
+    known = any(card.action_id == action_id for card in turn.cards)
+    if known:
+        raise InvalidResumeError(
+            f"action {action_id!r} of turn {turn.id!r} is no longer pending", reason="action_not_pending"
+        )
+    raise InvalidResumeError(f"turn {turn.id!r} has no action {action_id!r}", reason="unknown_action")
+
+
+def _replace_card(turn: Turn, card: CardMessage) -> None:
+    turn.cards = [card if c.message_id == card.message_id else c for c in turn.cards]
+
+
+def _decided_card(turn: Turn, suspension: Suspension, update: dict[str, Any]) -> None:
+    card = next((c for c in turn.cards if c.action_id == suspension.correlation_id and c.status == "PENDING"), None)
+    if card is not None:
+        _replace_card(turn, card.model_copy(update={**update, "actions": [], "version": card.version + 1}))
+
+
+def _after_call(turn: Turn) -> TurnPhase:
+    return TurnPhase.TOOLS if turn.pending_tool_calls else TurnPhase.MODEL
+
+
+def _pop_call(turn: Turn, call_id: str) -> str:
+    call = next(c for c in turn.pending_tool_calls if c.id == call_id)
+    turn.pending_tool_calls = [c for c in turn.pending_tool_calls if c.id != call_id]
+    return call.name
+
+
+def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_iso: str) -> None:
+    if command.kind is not ResumeKind.FORM_INPUT:
+        raise InvalidResumeError(
+            f"turn {turn.id!r} waits for form {suspension.metadata['formKey']!r}: "
+            "resume it with ResumeCommand.user_input(action_id, data)",
+            reason="wrong_command",
+        )
+    _refuse_stale(turn, suspension, command.action_id)
+    data = command.data or {}
+    errors = validate_form_data(suspension.metadata["schema"], data)
+    if errors:
+        raise FormValidationError(errors)
+    _decided_card(
+        turn,
+        suspension,
+        {
+            "status": FormStatus.SUBMITTED,
+            "submitted_values": data,
+            "submitted_by": command.metadata.get("submittedBy"),
+            "submitted_at": now_iso,
+        },
+    )
+    call_id = suspension.correlation_id
+    if suspension.input_target == "TOOL":
+        turn.tool_state(call_id).submitted_form_data = data
+        turn.phase = TurnPhase.TOOLS
+        return
+    _pop_call(turn, call_id)
+    content = submitted_tool_message_content(suspension.metadata["formKey"], data)
+    turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call_id, content=content, tool_name=REQUEST_USER_INPUT)))
+    turn.phase = _after_call(turn)
+
+
+def _apply_text(turn: Turn, command: ResumeCommand) -> None:
+    if command.kind is not ResumeKind.TEXT_INPUT or command.content is None:
+        raise InvalidResumeError(
+            f"turn {turn.id!r} waits for text: resume it with ResumeCommand.user_input(content)",
+            reason="wrong_command",
+        )
+    turn.messages.append(stamp(turn, UserMessage(content=command.content)))
+    turn.phase = TurnPhase.MODEL
+
+
+def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, now_iso: str) -> None:
+    if command.kind not in (ResumeKind.APPROVE_TOOL, ResumeKind.REJECT_TOOL):
+        raise InvalidResumeError(
+            f"turn {turn.id!r} waits for a tool approval: use approve_tool or reject_tool",
+            reason="wrong_command",
+        )
+    _refuse_stale(turn, suspension, command.action_id)
+    call_id = suspension.correlation_id
+    decided_by = command.metadata.get("submittedBy")
+    if command.kind is ResumeKind.APPROVE_TOOL:
+        _decided_card(
+            turn,
+            suspension,
+            {"status": ApprovalStatus.APPROVED, "decided_by": decided_by, "decided_at": now_iso},
+        )
+        turn.tool_state(call_id).approved = True
+        turn.phase = TurnPhase.TOOLS
+        return
+    reason = command.reason or "rejected by the user"
+    _decided_card(
+        turn,
+        suspension,
+        {
+            "status": ApprovalStatus.REJECTED,
+            "decided_by": decided_by,
+            "decided_at": now_iso,
+            "reason": reason,
+        },
+    )
+    tool_name = _pop_call(turn, call_id)
+    content = {"status": "rejected", "toolName": tool_name, "reason": reason}
+    turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call_id, content=content, tool_name=tool_name)))
+    turn.phase = _after_call(turn)
+
+
+def apply_resume(turn: Turn, command: ResumeCommand, now_iso: str) -> Turn:
+    """A copy of ``turn`` with ``command`` applied, RUNNING; raises without touching ``turn`` if refused."""
+    if turn.status.is_terminal:
+        raise InvalidResumeError(f"turn {turn.id!r} is {turn.status.value}", reason="turn_terminal")
+    suspension = turn.suspension
+    if not turn.status.is_blocked or suspension is None:
+        raise InvalidResumeError(
+            f"turn {turn.id!r} is {turn.status.value}, not waiting for a person", reason="not_waiting"
+        )
+    resumed = turn.model_copy(deep=True)
+    if suspension.type is SuspensionType.TOOL_APPROVAL:
+        _apply_approval(resumed, suspension, command, now_iso)
+    elif suspension.is_form:
+        _apply_form(resumed, suspension, command, now_iso)
+    else:
+        _apply_text(resumed, command)
+    resumed.suspension = None
+    resumed.status = TurnStatus.RUNNING
+    return resumed
+
+
+def cancel_cards(turn: Turn) -> None:
+    """Invariant 7: on any terminal stop every pending card becomes CANCELLED and read-only."""
+    for card in turn.pending_cards():
+        status = FormStatus.CANCELLED if isinstance(card, FormMessage) else ApprovalStatus.CANCELLED
+        _replace_card(turn, card.model_copy(update={"status": status, "actions": [], "version": card.version + 1}))

@@ -1,0 +1,650 @@
+"""The Runner: moves a turn through model and tool calls, stops it durably for a person, resumes it."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from agentturn._clock import Clock, iso
+from agentturn.agent import Agent, ApprovalVerdict, ToolApprovalDecision
+from agentturn.chat import ChatRequest
+from agentturn.commands import ResumeCommand
+from agentturn.errors import (
+    ConversationBusyError,
+    InvalidResumeError,
+    LeaseLostError,
+    ToolProtocolError,
+    TurnNotFoundError,
+    UnknownAgentError,
+    VersionConflictError,
+)
+from agentturn.events import Event, EventType, Listener, dispatch
+from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired
+from agentturn.memory import ChatMemory, ChatMemoryProvider
+from agentturn.messages import (
+    AiMessage,
+    ApprovalMessage,
+    FormMessage,
+    ModelMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    approval_message_id,
+    form_message_id,
+)
+from agentturn.projection import card_sort_key, project, stamp
+from agentturn.resume import apply_resume, cancel_cards
+from agentturn.state import Suspension, SuspensionType, Turn, TurnErrorInfo, TurnPhase, TurnStatus
+from agentturn.store import InMemoryTurnStore, Lease, TurnStore
+from agentturn.tools import Tool, ToolContext, tool_context
+
+_log = logging.getLogger("agentturn.runner")
+
+AgentResolver = Callable[[str, str], Agent]
+YieldProbe = Callable[[], bool]
+
+_TERMINAL_EVENTS = {
+    TurnStatus.COMPLETED: EventType.TURN_COMPLETED,
+    TurnStatus.CANCELLED: EventType.TURN_CANCELLED,
+}
+_CONFLICT_RETRIES = 5
+
+
+class _LeaseGone(Exception):
+    """Another holder owns the turn now: stop without keeping anything computed since the last save."""
+
+
+@dataclass
+class _Run:
+    """One stretch of work on a turn in this process."""
+
+    turn: Turn
+    agent: Agent | None
+    lease: Lease | None
+    should_yield: YieldProbe | None = None
+
+
+class Runner:
+    def __init__(
+        self,
+        store: TurnStore | None = None,
+        chat_memory: ChatMemoryProvider | None = None,
+        agents: Iterable[Agent] | AgentResolver | None = None,
+        listeners: Iterable[Listener] = (),
+        *,
+        clock: Clock = time.time,
+        worker_id: str | None = None,
+        lease_seconds: float = 60.0,
+    ) -> None:
+        self.store: TurnStore = store if store is not None else InMemoryTurnStore(clock=clock)
+        self.chat_memory = chat_memory
+        self.listeners = list(listeners)
+        self.clock = clock
+        self.worker_id = worker_id or f"runner-{uuid.uuid4().hex[:8]}"
+        self.lease_seconds = lease_seconds
+        self._agents: dict[tuple[str, str], Agent] = {}
+        self._resolver: AgentResolver | None = None
+        if callable(agents):
+            self._resolver = agents
+        else:
+            for agent in agents or ():
+                self.register(agent)
+
+    # ------------------------------------------------------------------ agents
+
+    def register(self, agent: Agent) -> None:
+        key = (agent.id, agent.version)
+        known = self._agents.get(key)
+        if known is not None and known is not agent:
+            raise ValueError(f"another agent {agent.id!r} version {agent.version!r} is already registered")
+        self._agents[key] = agent
+
+    def agent_for(self, turn: Turn) -> Agent:
+        """The exact agent version that started the turn; never a silent fallback to another version."""
+        agent = self._agents.get((turn.agent_id, turn.agent_version))
+        if agent is None and self._resolver is not None:
+            agent = self._resolver(turn.agent_id, turn.agent_version)
+        if agent is None or agent.id != turn.agent_id or agent.version != turn.agent_version:
+            raise UnknownAgentError(turn.agent_id, turn.agent_version)
+        return agent
+
+    # ------------------------------------------------------------------ public API
+
+    def start(
+        self, agent: Agent, conversation_id: str, input: str, *, metadata: Mapping[str, Any] | None = None
+    ) -> Turn:
+        """Create the turn READY (and take the conversation); run nothing."""
+        self.register(agent)
+        return self._create(agent, conversation_id, input, metadata)
+
+    def run(self, agent: Agent, conversation_id: str, input: str, *, metadata: Mapping[str, Any] | None = None) -> Turn:
+        """Create a turn and run it in this thread until it is blocked or terminal."""
+        turn = self.start(agent, conversation_id, input, metadata=metadata)
+        return self.run_turn(turn.id)
+
+    def run_turn(self, turn_id: str, *, lease: Lease | None = None, should_yield: YieldProbe | None = None) -> Turn:
+        """Continue a runnable turn until blocked, terminal, or ``should_yield()`` says stop.
+
+        With ``lease`` (a worker's claim) the run writes under it; without, the runner claims one itself.
+        A turn that is not runnable, or whose lease another holder has, is returned as stored.
+        """
+        turn = self.store.load(turn_id)
+        if not turn.status.is_runnable:
+            return turn
+        if lease is None:
+            lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
+            if lease is None:
+                return turn
+        agent = self.agent_for(turn)
+        return self._drive(_Run(turn=turn, agent=agent, lease=lease, should_yield=should_yield))
+
+    def submit_resume(self, turn_id: str, command: ResumeCommand) -> Turn:
+        """Validate and apply ``command``, save the turn as runnable RUNNING; run nothing (a worker will)."""
+        for _ in range(_CONFLICT_RETRIES):
+            turn = self.store.load(turn_id)
+            resumed = apply_resume(turn, command, iso(self.clock()))
+            try:
+                saved = self._write(resumed, lease=None)
+            except VersionConflictError:
+                # Somebody else wrote first (a concurrent submit or a cancel): decide again on what is
+                # stored now, so the loser gets "not pending" rather than a bare conflict.
+                continue
+            self._emit(saved, EventType.TURN_RESUMED, actionId=command.action_id, kind=command.kind.value)
+            self._project(saved)
+            return saved
+        raise VersionConflictError(turn_id, None)
+
+    def resume(self, turn_id: str, command: ResumeCommand) -> Turn:
+        """Apply ``command`` and continue the turn in this thread."""
+        self.submit_resume(turn_id, command)
+        return self.run_turn(turn_id)
+
+    def suspend(self, turn: Turn, suspension: Suspension) -> Turn:
+        """Put a plain-text wait point on a turn that is not running elsewhere."""
+        current = self.store.load(turn.id)
+        if current.status.is_terminal or current.status.is_blocked:
+            raise InvalidResumeError(f"turn {turn.id!r} is {current.status.value}", reason="not_suspendable")
+        if suspension.type is not SuspensionType.USER_INPUT or suspension.is_form:
+            raise ValueError("Runner.suspend takes a plain-text Suspension.user_input(message)")
+        current.status = TurnStatus.WAITING_FOR_USER
+        current.suspension = suspension
+        saved = self._write(current, lease=None)
+        self._emit(saved, EventType.TURN_SUSPENDED, type=suspension.type.value, actionId=suspension.correlation_id)
+        return saved
+
+    def cancel(self, turn_id: str) -> Turn:
+        """Request cancellation; a turn not running elsewhere ends CANCELLED now, a running one at its next step."""
+        self.store.request_cancel(turn_id)
+        for _ in range(_CONFLICT_RETRIES):
+            turn = self.store.load(turn_id)
+            if turn.status.is_terminal:
+                return turn
+            lease: Lease | None = None
+            if turn.status.is_runnable:
+                lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
+                if lease is None:
+                    return turn
+            run = _Run(turn=turn, agent=None, lease=lease)
+            try:
+                self._finish(run, TurnStatus.CANCELLED)
+            except VersionConflictError:
+                continue
+            finally:
+                if run.lease is not None:
+                    self.store.release(run.lease)
+            return run.turn
+        raise VersionConflictError(turn_id, None)
+
+    def restore(self, turn_id: str) -> Turn:
+        """The stored turn, read-only."""
+        return self.store.load(turn_id)
+
+    # ------------------------------------------------------------------ creation
+
+    def _memory(self, conversation_id: str) -> ChatMemory | None:
+        return self.chat_memory(conversation_id) if self.chat_memory is not None else None
+
+    def _create(self, agent: Agent, conversation_id: str, input: str, metadata: Mapping[str, Any] | None) -> Turn:
+        if not conversation_id:
+            raise ValueError("conversation_id must be non-empty")
+        memory = self._memory(conversation_id)
+        previous = memory.get_active_turn() if memory is not None else None
+        if memory is not None and previous is not None:
+            self._release_previous(memory, previous)
+        now = self.clock()
+        turn = Turn(
+            id=uuid.uuid4().hex,
+            conversation_id=conversation_id,
+            agent_id=agent.id,
+            agent_version=agent.version,
+            input=input,
+            metadata=dict(metadata or {}),
+            created_at=iso(now),
+            updated_at=iso(now),
+        )
+        turn.messages.append(stamp(turn, UserMessage(content=input)))
+        turn = self.store.create(turn)
+        if memory is not None and not memory.set_active_turn(turn.id, expected=previous):
+            # Lost the race for the conversation: leave no trace of this turn.
+            self.store.delete(turn.id, expected_version=turn.version)
+            raise ConversationBusyError(conversation_id, memory.get_active_turn())
+        self._emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version)
+        self._emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
+        self._project(turn)
+        return turn
+
+    def _release_previous(self, memory: ChatMemory, previous_id: str) -> None:
+        """A new turn may start only once the previous one is terminal (then its timeline is made whole)."""
+        try:
+            previous = self.store.load(previous_id)
+        except TurnNotFoundError:
+            return
+        if not previous.status.is_terminal:
+            raise ConversationBusyError(memory.conversation_id, previous_id)
+        project(previous, memory)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _drive(self, run: _Run) -> Turn:
+        try:
+            while run.turn.status.is_runnable:
+                if run.turn.cancel_requested:
+                    self._finish(run, TurnStatus.CANCELLED)
+                    break
+                if run.should_yield is not None and run.should_yield():
+                    break
+                self._renew(run)
+                if run.turn.phase is TurnPhase.TOOLS and run.turn.pending_tool_calls:
+                    self._tool_step(run)
+                else:
+                    run.turn.phase = TurnPhase.MODEL
+                    self._model_step(run)
+        except _LeaseGone:
+            return self.store.load(run.turn.id)
+        finally:
+            if run.lease is not None:
+                self.store.release(run.lease)
+                run.lease = None
+        return run.turn
+
+    def _renew(self, run: _Run) -> None:
+        lease = run.lease
+        if lease is None:
+            return
+        if lease.expires_at - self.clock() < self.lease_seconds / 2:
+            try:
+                run.lease = self.store.renew(lease, self.lease_seconds)
+            except LeaseLostError as exc:
+                run.lease = None
+                raise _LeaseGone from exc
+
+    def _agent(self, run: _Run) -> Agent:
+        if run.agent is None:
+            run.agent = self.agent_for(run.turn)
+        return run.agent
+
+    def _context(self, run: _Run) -> list[ModelMessage]:
+        turn = run.turn
+        window = self._agent(run).policy.context_window
+        memory = self._memory(turn.conversation_id)
+        history: list[ModelMessage] = []
+        if memory is not None and window > 0:
+            fetched = memory.get_model_messages(window + turn.projection.messages)
+            history = [m for m in fetched if m.turn_id != turn.id][-window:]
+            # A window must not open on a tool result or a dangling tool call: start at a user message.
+            while history and not isinstance(history[0], UserMessage):
+                history.pop(0)
+        return [*history, *turn.messages]
+
+    def _model_step(self, run: _Run) -> None:
+        agent = self._agent(run)
+        turn = run.turn
+        if turn.iteration_count >= agent.policy.max_iterations:
+            self._finish(run, TurnStatus.MAX_ITERATIONS_REACHED, "max_iterations", "model call limit reached")
+            return
+        if turn.step_count >= agent.policy.max_steps:
+            self._finish(run, TurnStatus.MAX_STEPS_REACHED, "max_steps", "step limit reached")
+            return
+        self._emit(turn, EventType.STEP_STARTED, kind="MODEL", step=turn.step_count + 1)
+        request = ChatRequest(system=agent.instructions, messages=self._context(run), tools=agent.tool_specs())
+        self._emit(turn, EventType.MODEL_STARTED, messages=len(request.messages))
+        try:
+            reply = agent.chat_model.chat(request)
+        except Exception as exc:
+            _log.exception("model of agent %r failed on turn %r", agent.id, turn.id)
+            self._emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=False)
+            self._finish(run, TurnStatus.FAILED, "model_error", f"{type(exc).__name__}: {exc}")
+            return
+        reply = _unique_call_ids(turn, reply)
+        self._emit(turn, EventType.MODEL_COMPLETED, toolCalls=[c.name for c in reply.tool_calls])
+        turn.iteration_count += 1
+        turn.step_count += 1
+        turn.status = TurnStatus.RUNNING
+        turn.messages.append(stamp(turn, reply))
+        if reply.tool_calls:
+            turn.pending_tool_calls = list(reply.tool_calls)
+            turn.phase = TurnPhase.TOOLS
+            self._save(run)
+            self._emit(run.turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
+            return
+        turn.final_output = reply.content
+        self._emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
+        self._finish(run, TurnStatus.COMPLETED)
+
+    def _tool_step(self, run: _Run) -> None:
+        agent = self._agent(run)
+        turn = run.turn
+        call = turn.pending_tool_calls[0]
+        if turn.step_count >= agent.policy.max_steps:
+            self._finish(run, TurnStatus.MAX_STEPS_REACHED, "max_steps", "step limit reached")
+            return
+        tool = agent.tools.get(call.name)
+        user_input_tool = agent.user_input_tool
+        if call.name == REQUEST_USER_INPUT and user_input_tool is not None:
+            self._begin_tool_step(turn, call)
+            form_key = call.arguments.get("formKey")
+            form = user_input_tool.form(form_key) if isinstance(form_key, str) else None
+            if form is None:
+                allowed = sorted(user_input_tool.forms)
+                self._complete_call(
+                    run,
+                    call,
+                    {
+                        "status": "error",
+                        "error": "unknown_form_key",
+                        "formKey": form_key,
+                        "allowedFormKeys": allowed,
+                        "message": f"formKey {form_key!r} is not registered; use one of {allowed!r}",
+                    },
+                )
+                return
+            self._emit(
+                turn,
+                EventType.TOOL_INPUT_REQUESTED,
+                toolCallId=call.id,
+                formKey=form.form_key,
+                target="MODEL",
+            )
+            self._suspend_for_form(run, call, form, "MODEL")
+            return
+        if tool is None:
+            self._begin_tool_step(turn, call)
+            allowed_tools = sorted(agent.tools)
+            self._complete_call(
+                run,
+                call,
+                {
+                    "status": "error",
+                    "error": "unknown_tool",
+                    "message": f"no tool {call.name!r}; use {allowed_tools!r}",
+                },
+            )
+            return
+        state = turn.tool_state(call.id)
+        if not state.approved and agent.approval_policy is not None:
+            decision = self._decide(run, call, tool)
+            if decision is None:
+                return
+            if decision.verdict is ApprovalVerdict.DENY:
+                self._begin_tool_step(turn, call)
+                self._emit(turn, EventType.TOOL_REJECTED, toolCallId=call.id, toolName=call.name, by="policy")
+                content = {
+                    "status": "denied",
+                    "toolName": call.name,
+                    "reason": decision.message or "denied by policy",
+                }
+                self._complete_call(run, call, content)
+                return
+            if decision.verdict is ApprovalVerdict.REQUIRE_APPROVAL:
+                self._begin_tool_step(turn, call)
+                self._suspend_for_approval(run, call, decision)
+                return
+        if not state.counted:
+            if turn.tool_call_count >= agent.policy.max_tool_calls:
+                self._finish(run, TurnStatus.BUDGET_EXCEEDED, "max_tool_calls", "tool call budget exhausted")
+                return
+            state.counted = True
+            turn.tool_call_count += 1
+        self._begin_tool_step(turn, call)
+        self._execute(run, call, tool)
+
+    def _begin_tool_step(self, turn: Turn, call: ToolCall) -> None:
+        turn.step_count += 1
+        turn.status = TurnStatus.RUNNING
+        self._emit(turn, EventType.STEP_STARTED, kind="TOOL", step=turn.step_count, toolName=call.name)
+
+    def _decide(self, run: _Run, call: ToolCall, tool: Tool) -> ToolApprovalDecision | None:
+        policy = self._agent(run).approval_policy
+        assert policy is not None
+        try:
+            decision = policy(run.turn, call, tool)
+        except Exception as exc:
+            _log.exception("approval policy failed for %r on turn %r", call.name, run.turn.id)
+            self._finish(run, TurnStatus.FAILED, "approval_policy_error", f"{type(exc).__name__}: {exc}")
+            return None
+        if not isinstance(decision, ToolApprovalDecision):
+            self._finish(run, TurnStatus.FAILED, "approval_policy_error", "policy must return ToolApprovalDecision")
+            return None
+        return decision
+
+    def _execute(self, run: _Run, call: ToolCall, tool: Tool) -> None:
+        turn = run.turn
+        state = turn.tool_state(call.id)
+        replay = state.submitted_form_data is not None
+        self._emit(turn, EventType.TOOL_STARTED, toolCallId=call.id, toolName=call.name, replay=replay)
+        context = ToolContext(
+            turn_id=turn.id,
+            tool_call_id=call.id,
+            tool_call=call.model_copy(deep=True),
+            submitted_form_data=dict(state.submitted_form_data or {}),
+            _progress=lambda stage, data: self._emit(
+                turn, EventType.TOOL_PROGRESS, toolCallId=call.id, stage=stage, data=dict(data or {})
+            ),
+            _cancel_probe=lambda: self._cancel_requested(turn.id),
+        )
+        try:
+            with tool_context(context):
+                result = tool.function(dict(call.arguments))
+        except FormRequired as signal:
+            if replay or state.form_requested:
+                error = ToolProtocolError(
+                    f"tool {call.name!r} raised FormRequired again after the form was submitted",
+                    tool=call.name,
+                    form_key=signal.form.form_key,
+                )
+                self._emit(turn, EventType.TOOL_FAILED, toolCallId=call.id, toolName=call.name, error=str(error))
+                self._emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=False)
+                self._finish(run, TurnStatus.FAILED, "form_required_again", str(error))
+                return
+            state.form_requested = True
+            self._emit(
+                turn,
+                EventType.TOOL_INPUT_REQUESTED,
+                toolCallId=call.id,
+                formKey=signal.form.form_key,
+                target="TOOL",
+            )
+            self._suspend_for_form(run, call, signal.form, "TOOL")
+            return
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            self._emit(turn, EventType.TOOL_FAILED, toolCallId=call.id, toolName=call.name, error=message)
+            if self._agent(run).policy.on_tool_error == "fail_turn":
+                self._emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=False)
+                self._finish(run, TurnStatus.FAILED, "tool_error", message)
+                return
+            self._complete_call(run, call, {"status": "error", "error": "tool_failed", "message": message})
+            return
+        content = _jsonable(result)
+        self._emit(turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
+        self._complete_call(run, call, content)
+
+    def _complete_call(self, run: _Run, call: ToolCall, content: Any) -> None:
+        """The call's ToolMessage, then a snapshot: one boundary per tool result."""
+        turn = run.turn
+        turn.pending_tool_calls = [c for c in turn.pending_tool_calls if c.id != call.id]
+        state = turn.tool_states.get(call.id)
+        if state is not None:
+            # Invariant 8: the submitted form data lived only for the tool that needed it.
+            state.submitted_form_data = None
+        turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call.id, content=content, tool_name=call.name)))
+        if not turn.pending_tool_calls:
+            turn.phase = TurnPhase.MODEL
+        self._save(run)
+        self._emit(run.turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name)
+
+    # ------------------------------------------------------------------ suspension
+
+    def _suspend_for_form(self, run: _Run, call: ToolCall, form: FormDefinition, target: str) -> None:
+        turn = run.turn
+        schema = form.schema
+        turn.status = TurnStatus.WAITING_FOR_USER
+        turn.phase = TurnPhase.TOOLS
+        turn.suspension = Suspension(
+            type=SuspensionType.USER_INPUT,
+            correlation_id=call.id,
+            message=form.description,
+            resume_phase=TurnPhase.MODEL if target == "MODEL" else TurnPhase.TOOLS,
+            metadata={
+                "formKey": form.form_key,
+                "schema": schema,
+                "toolName": call.name,
+                "inputTarget": target,
+            },
+        )
+        turn.cards.append(
+            FormMessage(
+                message_id=form_message_id(turn.id, call.id),
+                turn_id=turn.id,
+                sort_key=card_sort_key(turn, call.id),
+                action_id=call.id,
+                form_key=form.form_key,
+                description=form.description,
+                schema_=schema,
+                input_target="MODEL" if target == "MODEL" else "TOOL",
+                tool_name=call.name,
+            )
+        )
+        self._suspended(run, call)
+
+    def _suspend_for_approval(self, run: _Run, call: ToolCall, decision: ToolApprovalDecision) -> None:
+        turn = run.turn
+        turn.status = TurnStatus.WAITING_FOR_APPROVAL
+        turn.phase = TurnPhase.TOOLS
+        turn.suspension = Suspension(
+            type=SuspensionType.TOOL_APPROVAL,
+            correlation_id=call.id,
+            message=decision.message,
+            resume_phase=TurnPhase.TOOLS,
+            metadata={"toolName": call.name, "arguments": dict(call.arguments)},
+        )
+        turn.cards.append(
+            ApprovalMessage(
+                message_id=approval_message_id(turn.id, call.id),
+                turn_id=turn.id,
+                sort_key=card_sort_key(turn, call.id),
+                action_id=call.id,
+                tool_name=call.name,
+                arguments=dict(call.arguments),
+                message=decision.message,
+            )
+        )
+        self._emit(turn, EventType.TOOL_APPROVAL_REQUESTED, toolCallId=call.id, toolName=call.name)
+        self._suspended(run, call)
+
+    def _suspended(self, run: _Run, call: ToolCall) -> None:
+        self._save(run)
+        turn = run.turn
+        assert turn.suspension is not None
+        self._emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, suspended=True)
+        self._emit(
+            turn,
+            EventType.TURN_SUSPENDED,
+            type=turn.suspension.type.value,
+            actionId=turn.suspension.correlation_id,
+            formKey=turn.suspension.metadata.get("formKey"),
+        )
+
+    # ------------------------------------------------------------------ endings and writes
+
+    def _finish(self, run: _Run, status: TurnStatus, error_type: str | None = None, message: str = "") -> None:
+        turn = run.turn
+        turn.status = status
+        turn.phase = TurnPhase.FINISHED
+        turn.suspension = None
+        if error_type is not None:
+            turn.error = TurnErrorInfo(type=error_type, message=message)
+        cancel_cards(turn)
+        for state in turn.tool_states.values():
+            state.submitted_form_data = None
+        self._save(run)
+        memory = self._memory(turn.conversation_id)
+        if memory is not None:
+            memory.set_active_turn(None, expected=turn.id)
+        event = _TERMINAL_EVENTS.get(status, EventType.TURN_FAILED)
+        self._emit(run.turn, event, status=status.value, error=error_type)
+
+    def _save(self, run: _Run) -> None:
+        try:
+            run.turn = self._write(run.turn, lease=run.lease)
+        except LeaseLostError as exc:
+            run.lease = None
+            raise _LeaseGone from exc
+        if not run.turn.status.is_runnable:
+            run.lease = None  # the store ended the lease with this write
+        self._project(run.turn)
+
+    def _write(self, turn: Turn, *, lease: Lease | None) -> Turn:
+        turn.updated_at = iso(self.clock())
+        saved = self.store.save(
+            turn, expected_version=turn.version, lease_id=lease.lease_id if lease is not None else None
+        )
+        self._emit(saved, EventType.SNAPSHOT_SAVED, version=saved.version, status=saved.status.value)
+        return saved
+
+    def _project(self, turn: Turn) -> None:
+        memory = self._memory(turn.conversation_id)
+        if memory is None:
+            return
+        try:
+            project(turn, memory)
+        except Exception as exc:
+            # The snapshot is already safe; the next save re-projects what this one could not.
+            _log.warning("projection of turn %r failed: %s", turn.id, exc)
+            self._emit(turn, EventType.PROJECTION_FAILED, error=f"{type(exc).__name__}: {exc}")
+
+    def _cancel_requested(self, turn_id: str) -> bool:
+        try:
+            return self.store.load(turn_id).cancel_requested
+        except TurnNotFoundError:
+            return True
+
+    def _emit(self, turn: Turn, event_type: EventType, **data: Any) -> None:
+        turn.event_sequence += 1
+        dispatch(self.listeners, Event(event_type, turn.id, turn.event_sequence, data))
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return to_jsonable_python(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _unique_call_ids(turn: Turn, reply: AiMessage) -> AiMessage:
+    """Tool calls are addressed by id (action ids, idempotency keys): make sure each is unique in the turn."""
+    used = {c.id for m in turn.messages if isinstance(m, AiMessage) for c in m.tool_calls}
+    calls: list[ToolCall] = []
+    for index, call in enumerate(reply.tool_calls):
+        call_id = call.id
+        if not call_id or call_id in used:
+            call_id = f"call-{turn.iteration_count + 1}-{index + 1}"
+        used.add(call_id)
+        calls.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+    return reply.model_copy(update={"tool_calls": calls})

@@ -1,0 +1,172 @@
+"""The turn: one serialisable pydantic model that is the whole durable state of an agent turn."""
+
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agentturn._wire import WireModel
+from agentturn.messages import (
+    ApprovalMessage,
+    CardMessage,
+    FormMessage,
+    ModelMessage,
+    ToolCall,
+)
+
+#: Bumped whenever the stored shape of Turn changes incompatibly; loaders refuse versions they do not know.
+SCHEMA_VERSION = 1
+
+
+class TurnStatus(StrEnum):
+    READY = "READY"
+    RUNNING = "RUNNING"
+    WAITING_FOR_USER = "WAITING_FOR_USER"
+    WAITING_FOR_APPROVAL = "WAITING_FOR_APPROVAL"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    MAX_ITERATIONS_REACHED = "MAX_ITERATIONS_REACHED"
+    MAX_STEPS_REACHED = "MAX_STEPS_REACHED"
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+
+    @property
+    def is_blocked(self) -> bool:
+        return self in _BLOCKED
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL
+
+    @property
+    def is_runnable(self) -> bool:
+        """A worker may claim and continue the turn."""
+        return self in _RUNNABLE
+
+
+_BLOCKED = frozenset({TurnStatus.WAITING_FOR_USER, TurnStatus.WAITING_FOR_APPROVAL})
+_RUNNABLE = frozenset({TurnStatus.READY, TurnStatus.RUNNING})
+_TERMINAL = frozenset(
+    {
+        TurnStatus.COMPLETED,
+        TurnStatus.FAILED,
+        TurnStatus.CANCELLED,
+        TurnStatus.MAX_ITERATIONS_REACHED,
+        TurnStatus.MAX_STEPS_REACHED,
+        TurnStatus.BUDGET_EXCEEDED,
+    }
+)
+
+
+class TurnPhase(StrEnum):
+    MODEL = "MODEL"
+    TOOLS = "TOOLS"
+    FINISHED = "FINISHED"
+
+
+class SuspensionType(StrEnum):
+    USER_INPUT = "USER_INPUT"
+    TOOL_APPROVAL = "TOOL_APPROVAL"
+
+
+InputTarget = Literal["MODEL", "TOOL"]
+
+
+class Suspension(WireModel):
+    """Why a turn waits and what resumes it: ``correlation_id`` is the action id a resume must name."""
+
+    type: SuspensionType
+    correlation_id: str
+    message: str = ""
+    resume_phase: TurnPhase = TurnPhase.MODEL
+    #: For forms: formKey, schema (frozen copy), toolName, inputTarget ("MODEL" or "TOOL").
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def user_input(cls, message: str) -> Suspension:
+        """A plain-text wait point: resumed by ``ResumeCommand.user_input(content)``; no form card."""
+        return cls(
+            type=SuspensionType.USER_INPUT,
+            correlation_id=f"text-{uuid.uuid4().hex[:12]}",
+            message=message,
+            resume_phase=TurnPhase.MODEL,
+        )
+
+    @property
+    def is_form(self) -> bool:
+        return self.type is SuspensionType.USER_INPUT and "formKey" in self.metadata
+
+    @property
+    def input_target(self) -> InputTarget | None:
+        target = self.metadata.get("inputTarget")
+        return target if target in ("MODEL", "TOOL") else None
+
+
+class ToolCallState(WireModel):
+    """Per logical tool call: what survives suspension and replay."""
+
+    #: counted against max_tool_calls (a replay of the same call is not counted again)
+    counted: bool = False
+    #: a person approved this call; it runs without asking again
+    approved: bool = False
+    #: the form this call's tool asked for, once submitted; removed when the tool completes (invariant 8)
+    submitted_form_data: dict[str, Any] | None = None
+    #: the tool already raised FormRequired once; raising it again after submission is a protocol error
+    form_requested: bool = False
+
+
+class TurnErrorInfo(WireModel):
+    type: str
+    message: str
+
+
+class ProjectionMark(WireModel):
+    """What the timeline is known to hold of this turn (as of before the last save)."""
+
+    messages: int = 0
+    cards: dict[str, int] = Field(default_factory=dict)
+
+
+class Turn(WireModel):
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    conversation_id: str
+    agent_id: str
+    agent_version: str
+    status: TurnStatus = TurnStatus.READY
+    phase: TurnPhase = TurnPhase.MODEL
+    input: str = ""
+    messages: list[ModelMessage] = Field(default_factory=list)
+    pending_tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_states: dict[str, ToolCallState] = Field(default_factory=dict)
+    suspension: Suspension | None = None
+    cards: list[CardMessage] = Field(default_factory=list)
+    final_output: str | None = None
+    error: TurnErrorInfo | None = None
+    iteration_count: int = 0
+    step_count: int = 0
+    tool_call_count: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    version: int = 0
+    cancel_requested: bool = False
+    created_at: str = ""
+    updated_at: str = ""
+    event_sequence: int = 0
+    projection: ProjectionMark = Field(default_factory=ProjectionMark)
+
+    def card(self, message_id: str) -> FormMessage | ApprovalMessage | None:
+        return next((c for c in self.cards if c.message_id == message_id), None)
+
+    def pending_cards(self) -> list[FormMessage | ApprovalMessage]:
+        return [c for c in self.cards if c.status.value == "PENDING"]
+
+    def tool_state(self, call_id: str) -> ToolCallState:
+        return self.tool_states.setdefault(call_id, ToolCallState())
+
+    @property
+    def timeline_prefix(self) -> str:
+        """Sort-key prefix of this turn's timeline entries: turns of a conversation are sequential."""
+        return f"{self.created_at}#{self.id}"

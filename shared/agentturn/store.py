@@ -1,0 +1,212 @@
+"""The TurnStore port (snapshots with optimistic versions and leases) and its in-memory adapter."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
+
+from agentturn._clock import Clock
+from agentturn.errors import LeaseLostError, TurnNotFoundError, VersionConflictError
+from agentturn.state import SCHEMA_VERSION, Turn, TurnStatus
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The right to advance a turn. ``lease_id`` is unique per claim: it fences stale holders in the store."""
+
+    turn_id: str
+    worker_id: str
+    lease_id: str
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class RunnableTurn:
+    turn_id: str
+    version: int
+    updated_at: float
+
+
+@runtime_checkable
+class TurnStore(Protocol):
+    """Turn snapshots. Every write is conditional; a lost condition raises ``VersionConflictError``."""
+
+    def create(self, turn: Turn) -> Turn:
+        """Store a new turn at version 1 (the id must not exist)."""
+        ...
+
+    def load(self, turn_id: str) -> Turn: ...
+
+    def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
+        """Store ``turn`` as version ``expected_version + 1``.
+
+        With ``lease_id`` the write also requires that lease to be the current one (even if it has
+        expired, as long as nobody took it over); without it, no live lease may exist. The returned turn
+        carries the new version and the stored cancel flag.
+        """
+        ...
+
+    def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
+        """Take a lease on a runnable turn whose lease is absent or expired; ``None`` if not possible."""
+        ...
+
+    def renew(self, lease: Lease, lease_seconds: float) -> Lease:
+        """Extend a lease still held; ``LeaseLostError`` otherwise."""
+        ...
+
+    def release(self, lease: Lease) -> bool:
+        """Drop a lease still held by this claim; ``False`` if it was no longer ours."""
+        ...
+
+    def request_cancel(self, turn_id: str) -> None:
+        """Set the monotonic cancel flag: no save, stale or not, can clear it."""
+        ...
+
+    def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
+        """Runnable turns without a live lease whose last write is older than ``idle_seconds``."""
+        ...
+
+    def delete(self, turn_id: str, *, expected_version: int) -> None:
+        """Remove a turn that lost the race for its conversation (never a turn that ran)."""
+        ...
+
+
+def new_lease_id() -> str:
+    return uuid.uuid4().hex
+
+
+def check_schema_version(turn: Turn) -> Turn:
+    if turn.schema_version > SCHEMA_VERSION:
+        raise ValueError(
+            f"turn {turn.id!r} has schemaVersion {turn.schema_version}; this code reads up to {SCHEMA_VERSION}"
+        )
+    return turn
+
+
+@dataclass
+class _Record:
+    body: str
+    version: int
+    status: TurnStatus
+    updated_at: float
+    cancel_requested: bool = False
+    lease: Lease | None = None
+
+
+class InMemoryTurnStore:
+    """A thread-safe TurnStore for tests and single-process use.
+
+    Snapshots are kept as JSON text, as a real store keeps them, so nothing that would not survive
+    serialisation survives here.
+    """
+
+    def __init__(self, clock: Clock = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._records: dict[str, _Record] = {}
+
+    def _live(self, lease: Lease | None) -> bool:
+        return lease is not None and lease.expires_at > self._clock()
+
+    def _decode(self, record: _Record) -> Turn:
+        turn = check_schema_version(Turn.model_validate_json(record.body))
+        return turn.model_copy(update={"version": record.version, "cancel_requested": record.cancel_requested})
+
+    def create(self, turn: Turn) -> Turn:
+        with self._lock:
+            if turn.id in self._records:
+                existing = self._records[turn.id]
+                raise VersionConflictError(turn.id, None, existing.version)
+            stored = turn.model_copy(update={"version": 1})
+            self._records[turn.id] = _Record(
+                body=stored.model_dump_json(by_alias=True),
+                version=1,
+                status=stored.status,
+                updated_at=self._clock(),
+                cancel_requested=stored.cancel_requested,
+            )
+            return self._decode(self._records[turn.id])
+
+    def load(self, turn_id: str) -> Turn:
+        with self._lock:
+            record = self._records.get(turn_id)
+            if record is None:
+                raise TurnNotFoundError(turn_id)
+            return self._decode(record)
+
+    def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
+        with self._lock:
+            record = self._records.get(turn.id)
+            if record is None:
+                raise TurnNotFoundError(turn.id)
+            if lease_id is not None and (record.lease is None or record.lease.lease_id != lease_id):
+                raise LeaseLostError(turn.id, lease_id)
+            if lease_id is None and self._live(record.lease):
+                raise VersionConflictError(turn.id, expected_version, record.version)
+            if record.version != expected_version:
+                raise VersionConflictError(turn.id, expected_version, record.version)
+            version = expected_version + 1
+            stored = turn.model_copy(update={"version": version})
+            record.body = stored.model_dump_json(by_alias=True)
+            record.version = version
+            record.status = stored.status
+            record.updated_at = self._clock()
+            record.cancel_requested = record.cancel_requested or stored.cancel_requested
+            if not stored.status.is_runnable:
+                # A blocked or finished turn has nothing left to run: its lease ends with this write.
+                record.lease = None
+            return self._decode(record)
+
+    def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
+        with self._lock:
+            record = self._records.get(turn_id)
+            if record is None or not record.status.is_runnable or self._live(record.lease):
+                return None
+            record.lease = Lease(turn_id, worker_id, new_lease_id(), self._clock() + lease_seconds)
+            return record.lease
+
+    def renew(self, lease: Lease, lease_seconds: float) -> Lease:
+        with self._lock:
+            record = self._records.get(lease.turn_id)
+            if record is None or record.lease is None or record.lease.lease_id != lease.lease_id:
+                raise LeaseLostError(lease.turn_id, lease.lease_id)
+            record.lease = replace(lease, expires_at=self._clock() + lease_seconds)
+            return record.lease
+
+    def release(self, lease: Lease) -> bool:
+        with self._lock:
+            record = self._records.get(lease.turn_id)
+            if record is None or record.lease is None or record.lease.lease_id != lease.lease_id:
+                return False
+            record.lease = None
+            return True
+
+    def request_cancel(self, turn_id: str) -> None:
+        with self._lock:
+            record = self._records.get(turn_id)
+            if record is None:
+                raise TurnNotFoundError(turn_id)
+            record.cancel_requested = True
+
+    def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
+        with self._lock:
+            horizon = self._clock() - idle_seconds
+            found = [
+                RunnableTurn(turn_id, record.version, record.updated_at)
+                for turn_id, record in self._records.items()
+                if record.status.is_runnable and not self._live(record.lease) and record.updated_at <= horizon
+            ]
+        found.sort(key=lambda r: r.updated_at)
+        return found[:limit]
+
+    def delete(self, turn_id: str, *, expected_version: int) -> None:
+        with self._lock:
+            record = self._records.get(turn_id)
+            if record is None:
+                return
+            if record.version != expected_version:
+                raise VersionConflictError(turn_id, expected_version, record.version)
+            del self._records[turn_id]

@@ -1,0 +1,98 @@
+"""Business tools and the context a tool runs in."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentturn.messages import ToolCall
+
+ToolFunction = Callable[[dict[str, Any]], Any]
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class Tool:
+    """A tool the model may call. ``function(arguments)`` returns any JSON-serialisable value."""
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        function: ToolFunction,
+        parameters: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            raise ValueError(f"tool name {name!r} must match {_TOOL_NAME.pattern}")
+        if not callable(function):
+            raise TypeError(f"tool {name!r}: function must be callable")
+        self.name = name
+        self.description = description
+        self.function = function
+        self.parameters: dict[str, Any] = copy.deepcopy(dict(parameters or _EMPTY_PARAMETERS))
+        self.metadata: dict[str, Any] = copy.deepcopy(dict(metadata or {}))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the model is told about a tool: no metadata, no schemas of forms."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+ProgressSink = Callable[[str, Mapping[str, Any] | None], None]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """The context of the tool call being executed; ``ToolContext.current()`` inside a tool function."""
+
+    turn_id: str
+    tool_call_id: str
+    tool_call: ToolCall
+    submitted_form_data: dict[str, Any] = field(default_factory=dict)
+    _progress: ProgressSink | None = field(default=None, repr=False)
+    _cancel_probe: Callable[[], bool] | None = field(default=None, repr=False)
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across replays of the same logical tool call: use it for every external write."""
+        return f"{self.turn_id}:{self.tool_call_id}"
+
+    def emit_progress(self, stage: str, data: Mapping[str, Any] | None = None) -> None:
+        if self._progress is not None:
+            self._progress(stage, data)
+
+    def is_cancellation_requested(self) -> bool:
+        return self._cancel_probe() if self._cancel_probe is not None else False
+
+    @staticmethod
+    def current() -> ToolContext:
+        context = _current.get()
+        if context is None:
+            raise RuntimeError("ToolContext.current() called outside a tool execution")
+        return context
+
+
+_current: ContextVar[ToolContext | None] = ContextVar("agentturn_tool_context", default=None)
+
+
+@contextmanager
+def tool_context(context: ToolContext) -> Iterator[ToolContext]:
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
