@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from enum import StrEnum
 from typing import Any, overload
 
@@ -54,6 +56,19 @@ class ResumeCommand(WireModel):
     @classmethod
     def reject_tool(cls, call_id: str, reason: str | None = None) -> ResumeCommand:
         return cls(kind=ResumeKind.REJECT_TOOL, action_id=call_id, reason=reason)
+
+    @property
+    def request_id(self) -> str | None:
+        """The caller's idempotency key (metadata ``requestId``), if any."""
+        value = self.metadata.get("requestId")
+        return value if isinstance(value, str) and value else None
+
+    def fingerprint(self) -> str:
+        """What makes two requests "the same": the answer itself, not who sent it or when."""
+        body = {"kind": self.kind.value, "actionId": self.action_id, "content": self.content, "data": self.data}
+        body["reason"] = self.reason
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()
 
     def with_metadata(self, key: str, value: Any) -> ResumeCommand:
         return self.model_copy(update={"metadata": {**self.metadata, key: value}}, deep=True)

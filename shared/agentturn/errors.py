@@ -79,3 +79,12 @@ class ToolProtocolError(AgentTurnError):
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
         self.details = details
+
+
+class IdempotencyConflictError(AgentTurnError):
+    """The same request id was used before with a different request."""
+
+    def __init__(self, turn_id: str, request_id: str) -> None:
+        super().__init__(f"request id {request_id!r} was already used on turn {turn_id!r} with a different request")
+        self.turn_id = turn_id
+        self.request_id = request_id

@@ -17,6 +17,7 @@ from agentturn.chat import ChatRequest
 from agentturn.commands import ResumeCommand
 from agentturn.errors import (
     ConversationBusyError,
+    IdempotencyConflictError,
     InvalidResumeError,
     LeaseLostError,
     ToolProtocolError,
@@ -40,7 +41,16 @@ from agentturn.messages import (
 )
 from agentturn.projection import card_sort_key, project, stamp
 from agentturn.resume import apply_resume, cancel_cards
-from agentturn.state import Suspension, SuspensionType, Turn, TurnErrorInfo, TurnPhase, TurnStatus
+from agentturn.state import (
+    MAX_ACCEPTED_REQUESTS,
+    AcceptedRequest,
+    Suspension,
+    SuspensionType,
+    Turn,
+    TurnErrorInfo,
+    TurnPhase,
+    TurnStatus,
+)
 from agentturn.store import InMemoryTurnStore, Lease, TurnStore
 from agentturn.tools import Tool, ToolContext, tool_context
 
@@ -145,10 +155,18 @@ class Runner:
         return self._drive(_Run(turn=turn, agent=agent, lease=lease, should_yield=should_yield))
 
     def submit_resume(self, turn_id: str, command: ResumeCommand) -> Turn:
-        """Validate and apply ``command``, save the turn as runnable RUNNING; run nothing (a worker will)."""
+        """Validate and apply ``command``, save the turn as runnable RUNNING; run nothing (a worker will).
+
+        With metadata ``requestId`` the call is idempotent: a retry with the same request returns the turn
+        without applying anything again (``turn.accepted_requests[request_id]`` holds the first answer); the
+        same id with a different request raises ``IdempotencyConflictError``.
+        """
         for _ in range(_CONFLICT_RETRIES):
             turn = self.store.load(turn_id)
+            if _is_replay(turn, command):
+                return turn
             resumed = apply_resume(turn, command, iso(self.clock()))
+            _remember_request(resumed, command, iso(self.clock()))
             try:
                 saved = self._write(resumed, lease=None)
             except VersionConflictError:
@@ -628,6 +646,28 @@ class Runner:
     def _emit(self, turn: Turn, event_type: EventType, **data: Any) -> None:
         turn.event_sequence += 1
         dispatch(self.listeners, Event(event_type, turn.id, turn.event_sequence, data))
+
+
+def _is_replay(turn: Turn, command: ResumeCommand) -> bool:
+    """Same request id and same request: already applied, answer as the first time. Different: refuse."""
+    request_id = command.request_id
+    accepted = turn.accepted_requests.get(request_id) if request_id else None
+    if accepted is None or request_id is None:
+        return False
+    if accepted.fingerprint != command.fingerprint():
+        raise IdempotencyConflictError(turn.id, request_id)
+    return True
+
+
+def _remember_request(turn: Turn, command: ResumeCommand, now_iso: str) -> None:
+    request_id = command.request_id
+    if request_id is None:
+        return
+    turn.accepted_requests[request_id] = AcceptedRequest(
+        fingerprint=command.fingerprint(), action_id=command.action_id, version=turn.version + 1, accepted_at=now_iso
+    )
+    while len(turn.accepted_requests) > MAX_ACCEPTED_REQUESTS:
+        turn.accepted_requests.pop(next(iter(turn.accepted_requests)))
 
 
 def _jsonable(value: Any) -> Any:

@@ -130,6 +130,19 @@ class ProjectionMark(WireModel):
     cards: dict[str, int] = Field(default_factory=dict)
 
 
+class AcceptedRequest(WireModel):
+    """An accepted resume request, by its idempotency key: a retry with the same body gets the same answer."""
+
+    fingerprint: str
+    action_id: str | None
+    version: int
+    accepted_at: str
+
+
+#: How many accepted request ids a turn remembers (a turn sees a handful of resumes; this bounds the snapshot).
+MAX_ACCEPTED_REQUESTS = 64
+
+
 class Turn(WireModel):
     schema_version: int = SCHEMA_VERSION
     id: str
@@ -156,6 +169,7 @@ class Turn(WireModel):
     updated_at: str = ""
     event_sequence: int = 0
     projection: ProjectionMark = Field(default_factory=ProjectionMark)
+    accepted_requests: dict[str, AcceptedRequest] = Field(default_factory=dict)
 
     def card(self, message_id: str) -> FormMessage | ApprovalMessage | None:
         return next((c for c in self.cards if c.message_id == message_id), None)
