@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -64,6 +65,8 @@ _TERMINAL_EVENTS = {
     TurnStatus.CANCELLED: EventType.TURN_CANCELLED,
 }
 _CONFLICT_RETRIES = 5
+_SEQUENCE_RESERVE = 100
+_SEQUENCE_CACHE = 1024
 
 
 class _LeaseGone(Exception):
@@ -99,6 +102,8 @@ class Runner:
         self.worker_id = worker_id or f"runner-{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
         self._agents: dict[tuple[str, str], Agent] = {}
+        self._sequences: dict[str, int] = {}
+        self._sequence_lock = threading.Lock()
         self._resolver: AgentResolver | None = None
         if callable(agents):
             self._resolver = agents
@@ -109,11 +114,8 @@ class Runner:
     # ------------------------------------------------------------------ agents
 
     def register(self, agent: Agent) -> None:
-        key = (agent.id, agent.version)
-        known = self._agents.get(key)
-        if known is not None and known is not agent:
-            raise ValueError(f"another agent {agent.id!r} version {agent.version!r} is already registered")
-        self._agents[key] = agent
+        """Make ``agent`` the one that continues turns of its id and version (same id + version = same agent)."""
+        self._agents[(agent.id, agent.version)] = agent
 
     def agent_for(self, turn: Turn) -> Agent:
         """The exact agent version that started the turn; never a silent fallback to another version."""
@@ -247,6 +249,7 @@ class Runner:
             updated_at=iso(now),
         )
         turn.messages.append(stamp(turn, UserMessage(content=input)))
+        self._reserve_sequences(turn)
         turn = self.store.create(turn)
         if memory is not None and not memory.set_active_turn(turn.id, expected=previous):
             # Lost the race for the conversation: leave no trace of this turn.
@@ -620,6 +623,7 @@ class Runner:
 
     def _write(self, turn: Turn, *, lease: Lease | None) -> Turn:
         turn.updated_at = iso(self.clock())
+        self._reserve_sequences(turn)
         saved = self.store.save(
             turn, expected_version=turn.version, lease_id=lease.lease_id if lease is not None else None
         )
@@ -644,8 +648,24 @@ class Runner:
             return True
 
     def _emit(self, turn: Turn, event_type: EventType, **data: Any) -> None:
-        turn.event_sequence += 1
-        dispatch(self.listeners, Event(event_type, turn.id, turn.event_sequence, data))
+        with self._sequence_lock:
+            sequence = max(self._sequences.get(turn.id, 0), turn.event_sequence) + 1
+            self._sequences[turn.id] = sequence
+            if len(self._sequences) > _SEQUENCE_CACHE:
+                self._sequences.pop(next(iter(self._sequences)))
+        dispatch(self.listeners, Event(event_type, turn.id, sequence, data))
+
+    def _reserve_sequences(self, turn: Turn) -> None:
+        """Persist a floor above every sequence this process may use before the next save.
+
+        Events are emitted after the snapshot they follow is written, so their numbers cannot be stored
+        with it. Storing ``last used + reserve`` instead means a process that reloads the turn continues
+        above anything emitted here (unless more than the reserve is emitted between two saves).
+        """
+        with self._sequence_lock:
+            used = max(self._sequences.get(turn.id, 0), turn.event_sequence)
+            self._sequences[turn.id] = used
+        turn.event_sequence = used + _SEQUENCE_RESERVE
 
 
 def _is_replay(turn: Turn, command: ResumeCommand) -> bool:

@@ -43,7 +43,9 @@ MEETING_DATA = {"topic": "Sprint review", "attendees": 6}
 
 
 def support_form(schema: dict[str, Any] | None = None) -> FormDefinition:
-    return FormDefinition("support_ticket_details", "创建故障工单缺少受影响系统或影响范围时使用", schema or SUPPORT_SCHEMA)
+    return FormDefinition(
+        "support_ticket_details", "创建故障工单缺少受影响系统或影响范围时使用", schema or SUPPORT_SCHEMA
+    )
 
 
 def meeting_form() -> FormDefinition:
@@ -94,7 +96,9 @@ class Ledger:
             return {"ticketId": f"T-{len(self.effects)}", **self.effects[key]}
 
 
-def support_ticket_tool_function(ledger: Ledger, schema: dict[str, Any] | None = None) -> Callable[[dict[str, Any]], Any]:
+def support_ticket_tool_function(
+    ledger: Ledger, schema: dict[str, Any] | None = None
+) -> Callable[[dict[str, Any]], Any]:
     def create_support_ticket(arguments: dict[str, Any]) -> Any:
         context = ToolContext.current()
         ledger.attempts.append(context.idempotency_key)

@@ -224,17 +224,15 @@ def _spawn_dynamodb_local(java: str, jar: Path, native_libs: Path, port: int) ->
     if setpriv is not None:
         command = [setpriv, "--pdeathsig", "TERM", "--", *command]
     with (workdir / "dynamodb-local.log").open("wb") as log:
-        process = subprocess.Popen(
-            command, cwd=workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-        )
+        process = subprocess.Popen(command, cwd=workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     return DynamoDBLocal(process, port, workdir)
 
 
 def _wait_for_dynamodb(emulator: DynamoDBLocal, *, deadline: float) -> None:
     # Imported here, not at the top: a test run that starts no emulator does not pay for them.
-    import boto3  # noqa: PLC0415
-    from botocore.config import Config  # noqa: PLC0415
-    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
 
     client = boto3.client(
         "dynamodb",
@@ -311,7 +309,7 @@ def start_moto_server(*, port: int = 0, startup_timeout: float = _MOTO_STARTUP_T
     State is kept for the server's lifetime and shared by every test that uses it: give queues, buckets
     and tables unique names.
     """
-    from moto.server import ThreadedMotoServer  # noqa: PLC0415 - heavy, and only needed here
+    from moto.server import ThreadedMotoServer
 
     if port != 0 and not _port_is_free("127.0.0.1", port):
         raise EmulatorError(f"port {port} is in use; moto cannot listen on it")
