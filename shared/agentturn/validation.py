@@ -9,35 +9,49 @@ from typing import Any
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
-#: Positions where a subschema describes a concrete value (not one branch of a composition).
-_STRUCTURAL_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
-_STRUCTURAL_SINGLE = ("items", "additionalProperties", "contains", "unevaluatedItems", "propertyNames")
+#: Keywords whose subschemas describe a value of their own (a property, an item): closed when they are objects.
+_VALUE_MAPS = ("properties", "patternProperties")
+_VALUE_SINGLE = ("items", "additionalProperties", "unevaluatedItems", "contains")
+#: Keywords whose subschemas are pieces of the schema that holds them: closing one alone would refuse the
+#: properties its siblings declare, so only what they describe inside is closed.
+_PART_MAPS = ("$defs", "definitions", "dependentSchemas")
+_PART_LISTS = ("allOf", "anyOf", "oneOf")
+_PART_SINGLE = ("if", "then", "else", "not")
 _OPEN_MARKERS = ("additionalProperties", "unevaluatedProperties", "patternProperties")
 
 
-def _close_objects(node: Any) -> None:
-    """Refuse undeclared properties wherever an object schema leaves that open.
+def _close_objects(node: Any, *, close_self: bool = True) -> None:
+    """Refuse undeclared properties wherever a schema leaves that open.
 
     ``unevaluatedProperties: false`` rather than ``additionalProperties`` so that properties declared
-    through ``$ref`` or ``allOf`` still count as declared. Branches of ``allOf``/``anyOf``/``oneOf`` are not
-    closed on their own: a closed branch would refuse the properties its sibling declares.
+    through ``$ref`` or ``allOf`` count as declared; it only applies to object instances, so it is
+    harmless on a node that turns out to describe a string.
     """
     if not isinstance(node, dict):
         return
-    is_object = node.get("type") == "object" or "properties" in node
-    if is_object and not any(marker in node for marker in _OPEN_MARKERS):
+    if close_self and not any(marker in node for marker in _OPEN_MARKERS):
         node["unevaluatedProperties"] = False
-    for key in _STRUCTURAL_MAPS:
+    for key in _VALUE_MAPS:
         children = node.get(key)
         if isinstance(children, dict):
             for child in children.values():
                 _close_objects(child)
-    for key in _STRUCTURAL_SINGLE:
+    for key in _VALUE_SINGLE:
         _close_objects(node.get(key))
-    prefix = node.get("prefixItems")
-    if isinstance(prefix, list):
-        for child in prefix:
-            _close_objects(child)
+    for child in node.get("prefixItems", []) if isinstance(node.get("prefixItems"), list) else []:
+        _close_objects(child)
+    for key in _PART_MAPS:
+        parts = node.get(key)
+        if isinstance(parts, dict):
+            for part in parts.values():
+                _close_objects(part, close_self=False)
+    for key in _PART_LISTS:
+        parts = node.get(key)
+        if isinstance(parts, list):
+            for part in parts:
+                _close_objects(part, close_self=False)
+    for key in _PART_SINGLE:
+        _close_objects(node.get(key), close_self=False)
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -51,16 +65,35 @@ def _pointer(parts: Iterable[Any]) -> str:
     return "".join(f"/{p}" for p in escaped)
 
 
-def _declared(schema: dict[str, Any]) -> set[str]:
+def _resolve_local(root: dict[str, Any], ref: str) -> Any:
+    node: Any = root
+    for escaped in ref.lstrip("#").split("/")[1:]:
+        part = escaped.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _declared(schema: Any, root: dict[str, Any], seen: set[int] | None = None) -> set[str]:
+    """Property names a schema declares itself or through local $ref and composition (cycle-safe)."""
+    seen = seen if seen is not None else set()
+    if not isinstance(schema, dict) or id(schema) in seen:
+        return set()
+    seen.add(id(schema))
     declared = set(schema.get("properties", {}))
-    for branch_key in ("allOf", "anyOf", "oneOf"):
-        for branch in schema.get(branch_key, []) or []:
-            if isinstance(branch, dict):
-                declared |= set(branch.get("properties", {}))
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#"):
+        declared |= _declared(_resolve_local(root, ref), root, seen)
+    for key in _PART_LISTS:
+        for part in schema.get(key, []) if isinstance(schema.get(key), list) else []:
+            declared |= _declared(part, root, seen)
+    for key in _PART_SINGLE:
+        declared |= _declared(schema.get(key), root, seen)
     return declared
 
 
-def _describe(error: ValidationError) -> list[dict[str, str]]:
+def _describe(error: ValidationError, root: dict[str, Any]) -> list[dict[str, str]]:
     base = list(error.absolute_path)
     instance = error.instance
     if error.validator == "required" and isinstance(instance, dict):
@@ -69,7 +102,7 @@ def _describe(error: ValidationError) -> list[dict[str, str]]:
         return [{"path": _pointer([*base, name]), "message": "is required"} for name in missing]
     if error.validator in ("unevaluatedProperties", "additionalProperties") and isinstance(instance, dict):
         schema = error.schema if isinstance(error.schema, dict) else {}
-        extra = sorted(set(instance) - _declared(schema))
+        extra = sorted(set(instance) - _declared(schema, root))
         if extra:
             return [
                 {"path": _pointer([*base, name]), "message": "is not a declared field of this form"} for name in extra
@@ -81,11 +114,12 @@ def validate_form_data(schema: dict[str, Any], data: Any) -> list[dict[str, str]
     """Every problem with ``data`` as ``{"path": JSON Pointer, "message"}``; empty when valid."""
     if not isinstance(data, dict):
         return [{"path": "", "message": "form data must be a JSON object"}]
-    validator = Draft202012Validator(strict_schema(schema), format_checker=FormatChecker())
+    strict = strict_schema(schema)
+    validator = Draft202012Validator(strict, format_checker=FormatChecker())
     problems: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
-        for problem in _describe(error):
+        for problem in _describe(error, strict):
             key = (problem["path"], problem["message"])
             if key not in seen:
                 seen.add(key)
