@@ -75,8 +75,10 @@ def _show(turn: Turn, memory: InMemoryChatMemory, out: TextIO, seen: set[str]) -
             out.write(f"tool  < {message.tool_name}: {json.dumps(message.content, ensure_ascii=False)}\n")
 
 
-def play(scenario: str, ask: Prompt = input, out: TextIO = sys.stdout) -> Turn:
+def play(scenario: str, ask: Prompt | None = None, out: TextIO | None = None) -> Turn:
     """Run one scenario: the turn suspends, the person answers at the prompt, a worker resumes it."""
+    ask = ask or input
+    out = out or sys.stdout
     from agentturn.demo import demo_agents
 
     agent_id, text = SCENARIOS[scenario]

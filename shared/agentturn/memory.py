@@ -72,12 +72,17 @@ class _Conversation:
             return [self._decode(message_id) for _, message_id in keys]
 
     def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
+        # Newest first, stopping at ``limit``: the cost follows the window, not the conversation's length.
+        wanted = len(self._keys) if limit is None else max(limit, 0)
+        newest_first: list[ModelMessage] = []
         with self._lock:
-            visible = [self._decode(mid) for _, mid in self._keys]
-        model: list[ModelMessage] = [m for m in visible if not isinstance(m, FormMessage | ApprovalMessage)]
-        if limit is None:
-            return model
-        return model[-limit:] if limit > 0 else []
+            for _, message_id in reversed(self._keys):
+                if len(newest_first) >= wanted:
+                    break
+                message = self._decode(message_id)
+                if not isinstance(message, FormMessage | ApprovalMessage):
+                    newest_first.append(message)
+        return newest_first[::-1]
 
     def get_message(self, message_id: str) -> TimelineMessage | None:
         with self._lock:
