@@ -30,11 +30,23 @@ class ExecutionPolicy:
     context_window: int = 50
     #: what a business tool's exception does: tell the model, or fail the turn
     on_tool_error: Literal["return_to_model", "fail_turn"] = "return_to_model"
+    #: seconds a person has to answer a form or an approval; None waits forever
+    input_timeout: float | None = None
+    #: what an expired wait does: tell the model (an "expired" tool result) or cancel the turn
+    on_input_timeout: Literal["return_to_model", "cancel"] = "return_to_model"
+    #: seconds a terminal turn's snapshot is kept before the store may delete it; None keeps it
+    retention: float | None = 30 * 24 * 3600
+    #: also remove submitted values from the UI card once the tool that needed them has completed
+    redact_submitted_values: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_iterations", "max_steps", "max_tool_calls", "context_window"):
             if getattr(self, name) < 0:
                 raise ValueError(f"ExecutionPolicy.{name} must be >= 0")
+        for name in ("input_timeout", "retention"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"ExecutionPolicy.{name} must be > 0 or None")
 
 
 class ApprovalVerdict(StrEnum):

@@ -17,6 +17,7 @@ class ResumeKind(StrEnum):
     FORM_INPUT = "FORM_INPUT"
     APPROVE_TOOL = "APPROVE_TOOL"
     REJECT_TOOL = "REJECT_TOOL"
+    DECLINE_INPUT = "DECLINE_INPUT"
 
 
 class ResumeCommand(WireModel):
@@ -48,6 +49,11 @@ class ResumeCommand(WireModel):
         if not isinstance(data, dict):
             raise TypeError("form data must be a dict")
         return cls(kind=ResumeKind.FORM_INPUT, action_id=first, data=data)
+
+    @classmethod
+    def decline_input(cls, action_id: str, reason: str | None = None) -> ResumeCommand:
+        """The person closes the form instead of filling it in."""
+        return cls(kind=ResumeKind.DECLINE_INPUT, action_id=action_id, reason=reason)
 
     @classmethod
     def approve_tool(cls, call_id: str) -> ResumeCommand:

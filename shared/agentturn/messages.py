@@ -54,6 +54,10 @@ class FormStatus(StrEnum):
     PENDING = "PENDING"
     SUBMITTED = "SUBMITTED"
     CANCELLED = "CANCELLED"
+    #: the person closed the form instead of filling it in
+    DECLINED = "DECLINED"
+    #: nobody answered before the turn's input timeout
+    EXPIRED = "EXPIRED"
 
 
 class ApprovalStatus(StrEnum):
@@ -61,6 +65,7 @@ class ApprovalStatus(StrEnum):
     APPROVED = "APPROVED"
     REJECTED = "REJECTED"
     CANCELLED = "CANCELLED"
+    EXPIRED = "EXPIRED"
 
 
 class CardAction(StrEnum):
@@ -85,6 +90,11 @@ class FormMessage(_TimelineFields):
     submitted_values: dict[str, Any] | None = None
     submitted_by: str | None = None
     submitted_at: str | None = None
+    #: the submitted values were removed (the agent's retention policy); the card still shows it was answered
+    values_redacted: bool = False
+    decline_reason: str | None = None
+    #: when an unanswered form expires (ISO-8601 UTC), if the turn has an input timeout
+    expires_at: str | None = None
     model_visible: Literal[False] = False
     version: int = 1
 

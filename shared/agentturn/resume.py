@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentturn._clock import iso
 from agentturn.commands import ResumeCommand, ResumeKind
 from agentturn.errors import FormValidationError, InvalidResumeError
 from agentturn.forms import REQUEST_USER_INPUT
@@ -56,14 +57,61 @@ def _pop_call(turn: Turn, call_id: str) -> str:
     return call.name
 
 
+def _unanswered_result(turn: Turn, suspension: Suspension, status: str, reason: str | None) -> tuple[str, Any]:
+    """The ToolMessage for a wait nobody answered (declined or expired): (tool name, content)."""
+    form_key = suspension.metadata.get("formKey")
+    tool_name = _pop_call(turn, suspension.correlation_id)
+    if suspension.type is SuspensionType.TOOL_APPROVAL:
+        return tool_name, {
+            "status": status,
+            "toolName": tool_name,
+            "message": f"approval {status}; the tool did not run",
+        }
+    if suspension.input_target == "MODEL":
+        return tool_name, {"status": status, "formKey": form_key, "reason": reason}
+    # A tool-requested form: the tool is not replayed; for the model this call failed, and it says why.
+    return tool_name, {
+        "status": "error",
+        "error": f"input_{status}",
+        "formKey": form_key,
+        "reason": reason,
+        "message": f"the user {'declined' if status == 'declined' else 'did not fill in'} form {form_key!r} "
+        f"in time; {tool_name} did not run",
+    }
+
+
+def _close_unanswered(
+    turn: Turn, suspension: Suspension, status: str, reason: str | None, update: dict[str, Any]
+) -> None:
+    _decided_card(turn, suspension, update)
+    tool_name, content = _unanswered_result(turn, suspension, status, reason)
+    turn.messages.append(
+        stamp(turn, ToolMessage(tool_call_id=suspension.correlation_id, content=content, tool_name=tool_name))
+    )
+    turn.phase = _after_call(turn)
+
+
+def _apply_decline(turn: Turn, suspension: Suspension, command: ResumeCommand, now_iso: str) -> None:
+    update = {
+        "status": FormStatus.DECLINED,
+        "decline_reason": command.reason,
+        "submitted_by": command.metadata.get("submittedBy"),
+        "submitted_at": now_iso,
+    }
+    _close_unanswered(turn, suspension, "declined", command.reason, update)
+
+
 def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_iso: str) -> None:
-    if command.kind is not ResumeKind.FORM_INPUT:
+    if command.kind not in (ResumeKind.FORM_INPUT, ResumeKind.DECLINE_INPUT):
         raise InvalidResumeError(
             f"turn {turn.id!r} waits for form {suspension.metadata['formKey']!r}: "
-            "resume it with ResumeCommand.user_input(action_id, data)",
+            "resume it with ResumeCommand.user_input(action_id, data) or decline_input(action_id)",
             reason="wrong_command",
         )
     _refuse_stale(turn, suspension, command.action_id)
+    if command.kind is ResumeKind.DECLINE_INPUT:
+        _apply_decline(turn, suspension, command, now_iso)
+        return
     data = command.data or {}
     errors = validate_form_data(suspension.metadata["schema"], data)
     if errors:
@@ -134,7 +182,7 @@ def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, 
     turn.phase = _after_call(turn)
 
 
-def apply_resume(turn: Turn, command: ResumeCommand, now_iso: str) -> Turn:
+def apply_resume(turn: Turn, command: ResumeCommand, now: float) -> Turn:
     """A copy of ``turn`` with ``command`` applied, RUNNING; raises without touching ``turn`` if refused."""
     if turn.status.is_terminal:
         raise InvalidResumeError(f"turn {turn.id!r} is {turn.status.value}", reason="turn_terminal")
@@ -143,6 +191,11 @@ def apply_resume(turn: Turn, command: ResumeCommand, now_iso: str) -> Turn:
         raise InvalidResumeError(
             f"turn {turn.id!r} is {turn.status.value}, not waiting for a person", reason="not_waiting"
         )
+    if suspension.is_expired(now):
+        raise InvalidResumeError(
+            f"the wait of turn {turn.id!r} for action {suspension.correlation_id!r} expired", reason="input_expired"
+        )
+    now_iso = iso(now)
     resumed = turn.model_copy(deep=True)
     if suspension.type is SuspensionType.TOOL_APPROVAL:
         _apply_approval(resumed, suspension, command, now_iso)
@@ -153,6 +206,26 @@ def apply_resume(turn: Turn, command: ResumeCommand, now_iso: str) -> Turn:
     resumed.suspension = None
     resumed.status = TurnStatus.RUNNING
     return resumed
+
+
+def expire_wait(turn: Turn, now: float) -> Turn:
+    """A copy of a blocked turn whose wait expired: the pending call gets an "expired" result, RUNNING.
+
+    A plain-text wait has no call to answer, so it cannot continue: the caller ends such a turn.
+    """
+    suspension = turn.suspension
+    if not turn.status.is_blocked or suspension is None or not suspension.is_expired(now):
+        raise InvalidResumeError(f"turn {turn.id!r} has no expired wait", reason="not_expired")
+    expired = turn.model_copy(deep=True)
+    if suspension.is_form:
+        _close_unanswered(expired, suspension, "expired", None, {"status": FormStatus.EXPIRED})
+    elif suspension.type is SuspensionType.TOOL_APPROVAL:
+        _close_unanswered(
+            expired, suspension, "expired", None, {"status": ApprovalStatus.EXPIRED, "decided_at": iso(now)}
+        )
+    expired.suspension = None
+    expired.status = TurnStatus.RUNNING
+    return expired
 
 
 def cancel_cards(turn: Turn) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from agentturn._clock import Clock, iso
-from agentturn.agent import Agent, ApprovalVerdict, ToolApprovalDecision
+from agentturn.agent import Agent, ApprovalVerdict, ExecutionPolicy, ToolApprovalDecision
 from agentturn.chat import ChatRequest
 from agentturn.commands import ResumeCommand
 from agentturn.errors import (
@@ -41,7 +41,7 @@ from agentturn.messages import (
     form_message_id,
 )
 from agentturn.projection import card_sort_key, project, stamp
-from agentturn.resume import apply_resume, cancel_cards
+from agentturn.resume import apply_resume, cancel_cards, expire_wait
 from agentturn.state import (
     MAX_ACCEPTED_REQUESTS,
     AcceptedRequest,
@@ -65,7 +65,7 @@ _TERMINAL_EVENTS = {
     TurnStatus.CANCELLED: EventType.TURN_CANCELLED,
 }
 _CONFLICT_RETRIES = 5
-_SEQUENCE_RESERVE = 100
+_SEQUENCE_RESERVE = 32
 _SEQUENCE_CACHE = 1024
 
 
@@ -167,7 +167,11 @@ class Runner:
             turn = self.store.load(turn_id)
             if _is_replay(turn, command):
                 return turn
-            resumed = apply_resume(turn, command, iso(self.clock()))
+            resumed = apply_resume(turn, command, self.clock())
+            waited = turn.suspension
+            if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
+                # A model-requested form is complete once submitted: its data lives on only in the tool result.
+                _redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
             _remember_request(resumed, command, iso(self.clock()))
             try:
                 saved = self._write(resumed, lease=None)
@@ -220,6 +224,43 @@ class Runner:
                     self.store.release(run.lease)
             return run.turn
         raise VersionConflictError(turn_id, None)
+
+    def expire(self, turn_id: str) -> Turn:
+        """Close a wait whose input timeout has passed (what the sweeper calls; harmless if not due).
+
+        The pending call gets an "expired" result and the turn is saved runnable for a worker, or — when the
+        wait was set to cancel on expiry, or is a plain-text wait with no call to answer — ends CANCELLED.
+        """
+        for _ in range(_CONFLICT_RETRIES):
+            turn = self.store.load(turn_id)
+            suspension = turn.suspension
+            if not turn.status.is_blocked or suspension is None or not suspension.is_expired(self.clock()):
+                return turn
+            run = _Run(turn=turn, agent=None, lease=None)
+            answerable = suspension.is_form or suspension.type is SuspensionType.TOOL_APPROVAL
+            try:
+                if suspension.on_expiry == "cancel" or not answerable:
+                    self._finish(run, TurnStatus.CANCELLED, "input_expired", "nobody answered in time")
+                    return run.turn
+                run.turn = expire_wait(turn, self.clock())
+                self._save(run)
+            except VersionConflictError:
+                continue
+            self._emit(run.turn, EventType.TURN_RESUMED, actionId=suspension.correlation_id, kind="EXPIRED")
+            return run.turn
+        raise VersionConflictError(turn_id, None)
+
+    def expire_overdue(self, *, limit: int = 100) -> list[Turn]:
+        """Expire every overdue wait the store knows of; returns the turns now runnable (to enqueue)."""
+        runnable: list[Turn] = []
+        for overdue in self.store.find_overdue(limit=limit):
+            try:
+                turn = self.expire(overdue.turn_id)
+            except TurnNotFoundError:
+                continue
+            if turn.status.is_runnable:
+                runnable.append(turn)
+        return runnable
 
     def restore(self, turn_id: str) -> Turn:
         """The stored turn, read-only."""
@@ -304,6 +345,13 @@ class Runner:
             except LeaseLostError as exc:
                 run.lease = None
                 raise _LeaseGone from exc
+
+    def _policy(self, run: _Run) -> ExecutionPolicy:
+        """The agent's policy; the defaults for a turn whose agent this process does not know (a cancel)."""
+        try:
+            return self._agent(run).policy
+        except UnknownAgentError:
+            return ExecutionPolicy()
 
     def _agent(self, run: _Run) -> Agent:
         if run.agent is None:
@@ -511,9 +559,11 @@ class Runner:
         turn = run.turn
         turn.pending_tool_calls = [c for c in turn.pending_tool_calls if c.id != call.id]
         state = turn.tool_states.get(call.id)
-        if state is not None:
+        if state is not None and state.submitted_form_data is not None:
             # Invariant 8: the submitted form data lived only for the tool that needed it.
             state.submitted_form_data = None
+            if self._policy(run).redact_submitted_values:
+                _redact_card(turn, form_message_id(turn.id, call.id))
         turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call.id, content=content, tool_name=call.name)))
         if not turn.pending_tool_calls:
             turn.phase = TurnPhase.MODEL
@@ -522,9 +572,18 @@ class Runner:
 
     # ------------------------------------------------------------------ suspension
 
+    def _wait_terms(self, run: _Run) -> tuple[str | None, dict[str, Any]]:
+        """(deadline as ISO, terms frozen in the suspension) of a new wait, from the turn or the agent's policy."""
+        policy = self._agent(run).policy
+        timeout = run.turn.input_timeout if run.turn.input_timeout is not None else policy.input_timeout
+        deadline = self.clock() + timeout if timeout is not None else None
+        terms: dict[str, Any] = {"on_expiry": policy.on_input_timeout, "expires_at": deadline}
+        return (iso(deadline) if deadline is not None else None), terms
+
     def _suspend_for_form(self, run: _Run, call: ToolCall, form: FormDefinition, target: str) -> None:
         turn = run.turn
         schema = form.schema
+        deadline_iso, terms = self._wait_terms(run)
         turn.status = TurnStatus.WAITING_FOR_USER
         turn.phase = TurnPhase.TOOLS
         turn.suspension = Suspension(
@@ -537,7 +596,9 @@ class Runner:
                 "schema": schema,
                 "toolName": call.name,
                 "inputTarget": target,
+                "redactValues": self._agent(run).policy.redact_submitted_values,
             },
+            **terms,
         )
         turn.cards.append(
             FormMessage(
@@ -550,12 +611,14 @@ class Runner:
                 schema_=schema,
                 input_target="MODEL" if target == "MODEL" else "TOOL",
                 tool_name=call.name,
+                expires_at=deadline_iso,
             )
         )
         self._suspended(run, call)
 
     def _suspend_for_approval(self, run: _Run, call: ToolCall, decision: ToolApprovalDecision) -> None:
         turn = run.turn
+        _, terms = self._wait_terms(run)
         turn.status = TurnStatus.WAITING_FOR_APPROVAL
         turn.phase = TurnPhase.TOOLS
         turn.suspension = Suspension(
@@ -564,6 +627,7 @@ class Runner:
             message=decision.message,
             resume_phase=TurnPhase.TOOLS,
             metadata={"toolName": call.name, "arguments": dict(call.arguments)},
+            **terms,
         )
         turn.cards.append(
             ApprovalMessage(
@@ -604,6 +668,8 @@ class Runner:
         cancel_cards(turn)
         for state in turn.tool_states.values():
             state.submitted_form_data = None
+        retention = self._policy(run).retention
+        turn.retain_until = self.clock() + retention if retention is not None else None
         self._save(run)
         memory = self._memory(turn.conversation_id)
         if memory is not None:
@@ -623,6 +689,7 @@ class Runner:
 
     def _write(self, turn: Turn, *, lease: Lease | None) -> Turn:
         turn.updated_at = iso(self.clock())
+        _forget_projected_values(turn)
         self._reserve_sequences(turn)
         saved = self.store.save(
             turn, expected_version=turn.version, lease_id=lease.lease_id if lease is not None else None
@@ -688,6 +755,27 @@ def _remember_request(turn: Turn, command: ResumeCommand, now_iso: str) -> None:
     )
     while len(turn.accepted_requests) > MAX_ACCEPTED_REQUESTS:
         turn.accepted_requests.pop(next(iter(turn.accepted_requests)))
+
+
+def _redact_card(turn: Turn, message_id: str) -> None:
+    """The card keeps that it was answered, not what: its values leave the snapshot and the timeline."""
+    card = turn.card(message_id)
+    if isinstance(card, FormMessage) and card.submitted_values is not None:
+        update = {"submitted_values": None, "values_redacted": True, "version": card.version + 1}
+        turn.cards = [card.model_copy(update=update) if c.message_id == message_id else c for c in turn.cards]
+
+
+def _forget_projected_values(turn: Turn) -> None:
+    """Invariant 8 for the snapshot's copy of answered cards: once the timeline is known to hold a final
+    card at its version, the snapshot keeps no copy of the values (a repair never rewrites that version)."""
+    kept: list[FormMessage | ApprovalMessage] = []
+    for card in turn.cards:
+        confirmed = turn.projection.cards.get(card.message_id) == card.version
+        if isinstance(card, FormMessage) and card.status != "PENDING" and confirmed and card.submitted_values:
+            kept.append(card.model_copy(update={"submitted_values": None}))
+        else:
+            kept.append(card)
+    turn.cards = kept
 
 
 def _jsonable(value: Any) -> Any:

@@ -84,6 +84,13 @@ class Suspension(WireModel):
     resume_phase: TurnPhase = TurnPhase.MODEL
     #: For forms: formKey, schema (frozen copy), toolName, inputTarget ("MODEL" or "TOOL").
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: Epoch seconds after which nobody may answer any more (the input timeout); None waits forever.
+    expires_at: float | None = None
+    #: Frozen with the wait: what its expiry does (tell the model, or cancel the turn).
+    on_expiry: Literal["return_to_model", "cancel"] = "return_to_model"
+
+    def is_expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
 
     @classmethod
     def user_input(cls, message: str) -> Suspension:
@@ -170,6 +177,10 @@ class Turn(WireModel):
     event_sequence: int = 0
     projection: ProjectionMark = Field(default_factory=ProjectionMark)
     accepted_requests: dict[str, AcceptedRequest] = Field(default_factory=dict)
+    #: Seconds a person has to answer a wait point of this turn (overrides the agent's policy).
+    input_timeout: float | None = None
+    #: Epoch seconds after which a terminal turn may be deleted by the store (DynamoDB TTL).
+    retain_until: float | None = None
 
     def card(self, message_id: str) -> FormMessage | ApprovalMessage | None:
         return next((c for c in self.cards if c.message_id == message_id), None)

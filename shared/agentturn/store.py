@@ -73,6 +73,17 @@ class TurnStore(Protocol):
         """Remove a turn that lost the race for its conversation (never a turn that ran)."""
         ...
 
+    def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
+        """Blocked turns whose wait has expired (``suspension.expires_at`` is past), oldest deadline first."""
+        ...
+
+
+def wait_deadline(turn: Turn) -> float | None:
+    """What an overdue index keys on: the deadline of a blocked turn's wait, if it has one."""
+    if turn.status.is_blocked and turn.suspension is not None:
+        return turn.suspension.expires_at
+    return None
+
 
 def new_lease_id() -> str:
     return uuid.uuid4().hex
@@ -94,6 +105,7 @@ class _Record:
     updated_at: float
     cancel_requested: bool = False
     lease: Lease | None = None
+    wait_expires_at: float | None = None
 
 
 class InMemoryTurnStore:
@@ -127,6 +139,7 @@ class InMemoryTurnStore:
                 status=stored.status,
                 updated_at=self._clock(),
                 cancel_requested=stored.cancel_requested,
+                wait_expires_at=wait_deadline(stored),
             )
             return self._decode(self._records[turn.id])
 
@@ -155,6 +168,7 @@ class InMemoryTurnStore:
             record.status = stored.status
             record.updated_at = self._clock()
             record.cancel_requested = record.cancel_requested or stored.cancel_requested
+            record.wait_expires_at = wait_deadline(stored)
             if not stored.status.is_runnable:
                 # A blocked or finished turn has nothing left to run: its lease ends with this write.
                 record.lease = None
@@ -201,6 +215,17 @@ class InMemoryTurnStore:
             ]
         found.sort(key=lambda r: r.updated_at)
         return found[:limit]
+
+    def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
+        with self._lock:
+            now = self._clock()
+            found = [
+                (record.wait_expires_at, RunnableTurn(turn_id, record.version, record.updated_at))
+                for turn_id, record in self._records.items()
+                if record.wait_expires_at is not None and record.wait_expires_at <= now
+            ]
+        found.sort(key=lambda pair: pair[0])
+        return [turn for _, turn in found[:limit]]
 
     def delete(self, turn_id: str, *, expected_version: int) -> None:
         with self._lock:
