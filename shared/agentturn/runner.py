@@ -138,23 +138,41 @@ class Runner:
     def run(self, agent: Agent, conversation_id: str, input: str, *, metadata: Mapping[str, Any] | None = None) -> Turn:
         """Create a turn and run it in this thread until it is blocked or terminal."""
         turn = self.start(agent, conversation_id, input, metadata=metadata)
-        return self.run_turn(turn.id)
+        return self.run_turn(turn.id, turn=turn)
 
-    def run_turn(self, turn_id: str, *, lease: Lease | None = None, should_yield: YieldProbe | None = None) -> Turn:
+    def run_turn(
+        self,
+        turn_id: str,
+        *,
+        lease: Lease | None = None,
+        should_yield: YieldProbe | None = None,
+        turn: Turn | None = None,
+    ) -> Turn:
         """Continue a runnable turn until blocked, terminal, or ``should_yield()`` says stop.
 
         With ``lease`` (a worker's claim) the run writes under it; without, the runner claims one itself.
-        A turn that is not runnable, or whose lease another holder has, is returned as stored.
+        A turn that is not runnable, or whose lease another holder has, is returned as stored. ``turn`` is
+        the caller's fresh copy, to save a read (a stale one only costs a refused write, never a wrong one).
         """
-        turn = self.store.load(turn_id)
-        if not turn.status.is_runnable:
-            return turn
         if lease is None:
             lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
             if lease is None:
-                return turn
-        agent = self.agent_for(turn)
-        return self._drive(_Run(turn=turn, agent=agent, lease=lease, should_yield=should_yield))
+                return self.store.load(turn_id)
+        created_here = turn is not None and turn.version == 1 and turn.status is TurnStatus.READY
+        try:
+            current = turn if turn is not None and turn.id == turn_id else self.store.load(turn_id)
+            if not current.status.is_runnable:
+                self.store.release(lease)
+                return current
+            agent = self.agent_for(current)
+        except Exception:
+            self.store.release(lease)
+            raise
+        run = _Run(turn=current, agent=agent, lease=lease, should_yield=should_yield)
+        if current.status is TurnStatus.READY and not created_here and not self._holds_conversation(run):
+            self._finish(run, TurnStatus.FAILED, "conversation_busy", "another turn holds the conversation")
+            return run.turn
+        return self._drive(run)
 
     def submit_resume(self, turn_id: str, command: ResumeCommand) -> Turn:
         """Validate and apply ``command``, save the turn as runnable RUNNING; run nothing (a worker will).
@@ -301,6 +319,15 @@ class Runner:
         self._project(turn)
         return turn
 
+    def _holds_conversation(self, run: _Run) -> bool:
+        """A READY turn that a worker picked up (e.g. after a crash right after it was created) may only
+        start if it owns its conversation — otherwise two turns could be active in one conversation."""
+        memory = self._memory(run.turn.conversation_id)
+        if memory is None:
+            return True
+        active = memory.get_active_turn()
+        return active == run.turn.id or (active is None and memory.set_active_turn(run.turn.id, expected=None))
+
     def _release_previous(self, memory: ChatMemory, previous_id: str) -> None:
         """A new turn may start only once the previous one is terminal (then its timeline is made whole)."""
         try:
@@ -327,7 +354,8 @@ class Runner:
                 else:
                     run.turn.phase = TurnPhase.MODEL
                     self._model_step(run)
-        except _LeaseGone:
+        except (_LeaseGone, VersionConflictError):
+            # Someone else wrote the turn since this process read it: keep nothing computed since.
             return self.store.load(run.turn.id)
         finally:
             if run.lease is not None:

@@ -40,15 +40,13 @@ class Worker:
     def process(self, turn_id: str, *, should_yield: YieldProbe | None = None) -> WorkResult:
         """Claim → run until blocked/terminal/yield → release. Duplicates and held leases are no-ops."""
         store = self.runner.store
-        try:
-            turn = store.load(turn_id)
-        except TurnNotFoundError:
-            return WorkResult(WorkOutcome.NOT_FOUND, None)
-        if not turn.status.is_runnable:
-            return WorkResult(WorkOutcome.NOT_RUNNABLE, turn)
+        # Claim first: the common case (a runnable turn) then costs one conditional write and one read.
         lease = store.claim(turn_id, self.worker_id, self.lease_seconds)
         if lease is None:
-            current = store.load(turn_id)
+            try:
+                current = store.load(turn_id)
+            except TurnNotFoundError:
+                return WorkResult(WorkOutcome.NOT_FOUND, None)
             outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
             return WorkResult(outcome, current)
         return WorkResult(WorkOutcome.ADVANCED, self.runner.run_turn(turn_id, lease=lease, should_yield=should_yield))

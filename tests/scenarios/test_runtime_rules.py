@@ -370,3 +370,35 @@ def test_a_stale_worker_keeps_nothing_it_computed(backend: Backend) -> None:
     assert len([m for m in stored.messages if isinstance(m, ToolMessage)]) == 1
     # both executions used the same idempotency key, so an idempotent tool wrote once
     assert len(set(effects)) == 1
+
+
+def test_an_orphaned_ready_turn_cannot_start_beside_the_active_one(backend: Backend) -> None:
+    # GIVEN a conversation held by a waiting turn, and a READY turn of the same conversation that was
+    # stored but never took the conversation (its process crashed between the two writes)
+    agent = Agent(
+        id="a",
+        instructions="",
+        chat_model=ScriptedChatModel(
+            reply_after_tools(
+                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})),
+                final_from_last_tool,
+            )
+        ),
+        tools=[UserInputTool(forms=[support_form()])],
+    )
+    runner = backend.runner([agent])
+    active = runner.run(agent, "conv", "ticket")
+    orphan = backend.store.create(
+        active.model_copy(
+            update={"id": "orphan", "status": TurnStatus.READY, "messages": [], "cards": [], "suspension": None}
+        )
+    )
+
+    # WHEN the sweeper hands the orphan to a worker
+    result = Worker(runner).process(orphan.id)
+
+    # THEN it fails clearly instead of running beside the active turn, which is untouched
+    assert result.turn is not None and result.turn.status is TurnStatus.FAILED
+    assert result.turn.error is not None and result.turn.error.type == "conversation_busy"
+    assert backend.memory("conv").get_active_turn() == active.id
+    assert backend.store.load(active.id).status is TurnStatus.WAITING_FOR_USER
