@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 
@@ -88,3 +89,56 @@ class IdempotencyConflictError(AgentTurnError):
         super().__init__(f"request id {request_id!r} was already used on turn {turn_id!r} with a different request")
         self.turn_id = turn_id
         self.request_id = request_id
+
+
+class ModelErrorKind(StrEnum):
+    """Why a chat model call failed, independent of the provider."""
+
+    #: the provider is rate-limiting this caller (HTTP 429, Bedrock ``ThrottlingException``)
+    THROTTLED = "throttled"
+    #: the request was refused as invalid (HTTP 400/422, Bedrock ``ValidationException``)
+    INVALID_REQUEST = "invalid_request"
+    #: missing, wrong or insufficient credentials (HTTP 401/403, Bedrock ``AccessDeniedException``)
+    AUTH = "auth"
+    #: the model or endpoint does not exist (HTTP 404, Bedrock ``ResourceNotFoundException``)
+    NOT_FOUND = "not_found"
+    #: no answer in time
+    TIMEOUT = "timeout"
+    #: the endpoint could not be reached, or the connection broke
+    CONNECTION = "connection"
+    #: the provider or the model failed on its side (HTTP 5xx, Bedrock ``InternalServerException``)
+    SERVER_ERROR = "server_error"
+    #: the provider answered something that is not a usable chat response
+    MALFORMED_RESPONSE = "malformed_response"
+    #: the adapter is not set up to make a call (no region, no credentials found, ...)
+    CONFIGURATION = "configuration"
+
+
+class ModelError(AgentTurnError):
+    """A chat model call failed: refused, throttled, timed out, unreachable, or answered nonsense.
+
+    ``kind`` says why in provider-neutral terms; ``retryable`` whether the same request may succeed later
+    (``retry_after``, in seconds, when the provider said how long to wait); ``status`` is the HTTP status
+    and ``code`` the provider's error code, when there were any. The message never holds credentials.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ModelErrorKind,
+        provider: str,
+        model: str,
+        status: int | None = None,
+        code: str | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.code = code
+        self.retryable = retryable
+        self.retry_after = retry_after

@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from agentturn.agent import Agent, ToolApprovalDecision
-from agentturn.chat import ChatRequest, ScriptedChatModel
+from agentturn.chat import ChatModel, ChatRequest, ScriptedChatModel
 from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired, UserInputTool
 from agentturn.messages import AiMessage, ToolCall, ToolMessage, UserMessage
 from agentturn.state import Turn
@@ -233,9 +233,10 @@ def _refunds_need_approval(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprov
     return ToolApprovalDecision.allow()
 
 
-def demo_agents(ledger: TicketLedger | None = None) -> list[Agent]:
+def demo_agents(ledger: TicketLedger | None = None, *, chat_model: ChatModel | None = None) -> list[Agent]:
+    """The demo agents and tools, on ``chat_model`` (a real model) or, by default, the scripted demo model."""
     ledger = ledger or TicketLedger()
-    model = ScriptedChatModel(demo_model)
+    model = chat_model if chat_model is not None else ScriptedChatModel(demo_model)
     support, meeting, refund = _support_tool(ledger), _meeting_tool(ledger), _refund_tool(ledger)
     return [
         Agent(
