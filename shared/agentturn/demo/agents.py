@@ -24,6 +24,7 @@ from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired, Us
 from agentturn.messages import AiMessage, ToolCall, ToolMessage, UserMessage
 from agentturn.state import Turn
 from agentturn.tools import Tool, ToolContext
+from agentturn.validation import validate_form_data
 
 DEMO_AGENT_ID = "assistant"
 DEMO_LABEL = "[demo model] "
@@ -166,8 +167,12 @@ def demo_model(request: ChatRequest) -> AiMessage:
 
 def _support_tool(ledger: TicketLedger) -> Tool:
     def create_support_ticket(arguments: dict[str, Any]) -> dict[str, Any]:
-        submitted = ToolContext.current().submitted_form_data
-        if not submitted:
+        # The person's form wins; a real model that already asked through request_user_input may pass the
+        # fields as arguments, and must not make the person fill in the same form twice.
+        details = ToolContext.current().submitted_form_data or {
+            key: arguments[key] for key in ("affectedSystem", "impactScope") if arguments.get(key)
+        }
+        if validate_form_data(SUPPORT_TICKET_SCHEMA, details):
             # Before any side effect: the business rules say these two fields are needed.
             raise FormRequired(SUPPORT_TICKET_FORM)
         return ledger.record(
@@ -175,8 +180,8 @@ def _support_tool(ledger: TicketLedger) -> Tool:
             {
                 "title": arguments.get("title", "incident"),
                 "priority": arguments.get("priority", "NORMAL"),
-                "affectedSystem": submitted["affectedSystem"],
-                "impactScope": submitted["impactScope"],
+                "affectedSystem": details["affectedSystem"],
+                "impactScope": details["impactScope"],
             },
         )
 
@@ -189,6 +194,8 @@ def _support_tool(ledger: TicketLedger) -> Tool:
             "properties": {
                 "title": {"type": "string"},
                 "priority": {"type": "string", "enum": ["LOW", "NORMAL", "HIGH"]},
+                "affectedSystem": {"type": "string", "description": "only if the user already said it"},
+                "impactScope": {"type": "string", "enum": ["ONE_USER", "PARTIAL_USERS", "ALL_USERS"]},
             },
             "required": ["title"],
         },
