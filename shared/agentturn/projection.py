@@ -39,7 +39,13 @@ def stamp(turn: Turn, message: ModelMessage) -> ModelMessage:
 
 
 def _sync_card(memory: ChatMemory, card: CardMessage, known_version: int) -> None:
-    if known_version == 0 and memory.append(card):
+    if known_version == 0 and card.version > 1:
+        # A card that has changed since it was made was almost surely appended already: the mark of a
+        # blocked turn is one save behind (the card is projected after the save that suspended the turn,
+        # and nothing saves again until the answer). Trying the previous version first makes an answer
+        # one conditional write instead of a failed append, a read and a write; the CAS checks the guess.
+        known_version = card.version - 1
+    elif known_version == 0 and memory.append(card):
         return
     if known_version and memory.update_message(card, expected_version=known_version):
         return

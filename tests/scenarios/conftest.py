@@ -32,8 +32,20 @@ def _memory_backend() -> Iterator[Backend]:
     yield Backend("memory", InMemoryTurnStore(clock=clock), InMemoryChatMemory(), clock)
 
 
+def _dynamodb_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """DynamoDB adapters on Amazon DynamoDB Local (S3 on moto), on tables of this test alone."""
+    from tests.contract.aws_adapters import fresh_dynamodb_adapters
+
+    clock = FakeClock()
+    store, memory = fresh_dynamodb_adapters(
+        request.getfixturevalue("dynamodb_local"), request.getfixturevalue("moto_server"), clock
+    )
+    yield Backend("dynamodb", store, memory, clock)
+
+
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Iterator[Backend]]] = {
     "memory": lambda request: _memory_backend(),
+    "dynamodb": _dynamodb_backend,
 }
 
 

@@ -1,0 +1,155 @@
+"""Helpers shared by the AWS adapters: clients, error codes, numbers, compressed bodies, S3 spill-over."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from botocore.exceptions import ClientError
+
+from agentturn.errors import AgentTurnError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+#: A low-level attribute value as the DynamoDB client sends and returns it: ``{"S": "..."}``, ``{"N": "1"}``.
+AttributeValue = dict[str, Any]
+#: An item (or a key) in the low-level shape.
+Item = dict[str, AttributeValue]
+
+#: A DynamoDB item is at most 400 KB, attribute names included: what a body may take, leaving room for
+#: the keys and bookkeeping attributes next to it.
+MAX_INLINE_BODY: Final = 380 * 1024
+
+#: Codes for "the condition of a conditional write did not hold".
+CONDITION_FAILED: Final = "ConditionalCheckFailedException"
+
+
+class StorageError(AgentTurnError):
+    """A storage request failed in a way the runtime cannot recover from by itself."""
+
+
+class BodyTooLargeError(StorageError, ValueError):
+    """A body does not fit in a DynamoDB item and no S3 bucket is configured to spill it to."""
+
+
+class BodyMissingError(StorageError):
+    """An item points to an S3 object that does not exist (deleted by hand, or a foreign bucket)."""
+
+
+def error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def old_item(exc: ClientError) -> Item | None:
+    """The item a failed conditional write saw (``ReturnValuesOnConditionCheckFailure=ALL_OLD``)."""
+    # botocore puts it next to "Error" in the parsed response; the stubs do not declare it.
+    item: Any = cast("Mapping[str, Any]", exc.response).get("Item")
+    return dict(item) if item else None
+
+
+def client_config() -> Any:
+    from botocore.config import Config
+
+    # "standard" retries throttling and transient errors with jittered backoff; connections are pooled for
+    # the threads a worker may run.
+    return Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
+
+
+def dynamodb_client() -> DynamoDBClient:
+    import boto3
+
+    return boto3.client("dynamodb", config=client_config())
+
+
+def s3_client() -> S3Client:
+    import boto3
+
+    return boto3.client("s3", config=client_config())
+
+
+def sqs_client() -> SQSClient:
+    import boto3
+
+    return boto3.client("sqs", config=client_config())
+
+
+def number(value: float | int) -> str:
+    """A DynamoDB number: times at microsecond precision, integers as they are."""
+    if isinstance(value, int):
+        return str(value)
+    return format(Decimal(repr(value)).quantize(Decimal("0.000001")), "f")
+
+
+def as_float(attribute: AttributeValue | None, default: float = 0.0) -> float:
+    if attribute is None or "N" not in attribute:
+        return default
+    return float(attribute["N"])
+
+
+def as_int(attribute: AttributeValue | None, default: int = 0) -> int:
+    if attribute is None or "N" not in attribute:
+        return default
+    return int(attribute["N"])
+
+
+def as_str(attribute: AttributeValue | None) -> str | None:
+    if attribute is None or "S" not in attribute:
+        return None
+    return str(attribute["S"])
+
+
+def inline_body(text: str, *, compress_threshold: int, level: int) -> AttributeValue:
+    """A body as an attribute value: plain text (``S``) when small, zlib (``B``) from ``compress_threshold``."""
+    raw = text.encode()
+    if len(raw) < compress_threshold:
+        return {"S": text}
+    return {"B": zlib.compress(raw, level)}
+
+
+def attribute_size(value: AttributeValue) -> int:
+    if "B" in value:
+        return len(value["B"])
+    return len(value.get("S", "").encode())
+
+
+def decode_inline(value: AttributeValue) -> str:
+    if "S" in value:
+        return str(value["S"])
+    data = value["B"]
+    return zlib.decompress(bytes(data)).decode()
+
+
+@dataclass(frozen=True)
+class BlobStore:
+    """Bodies too large for an item, as gzip objects in S3 (``aws s3 cp … - | gunzip`` reads them)."""
+
+    client: S3Client
+    bucket: str
+
+    def put(self, key: str, text: str, *, level: int) -> int:
+        data = gzip.compress(text.encode(), compresslevel=level, mtime=0)
+        self.client.put_object(
+            Bucket=self.bucket, Key=key, Body=data, ContentType="application/json", ContentEncoding="gzip"
+        )
+        return len(data)
+
+    def get(self, key: str) -> str | None:
+        """The object's text, ``None`` if there is no such object."""
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if error_code(exc) in ("NoSuchKey", "404"):
+                return None
+            raise
+        data: bytes = response["Body"].read()
+        return gzip.decompress(data).decode()
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=key)

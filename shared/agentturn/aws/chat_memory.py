@@ -1,0 +1,480 @@
+"""DynamoDBChatMemory: the ChatMemory port on one DynamoDB table keyed by conversation.
+
+Items of a conversation (partition key ``conversationId``)::
+
+    sk = "t#<sort_key>\\x1f<message_id>"   a timeline entry: messageId, body (S JSON, or B zlib, or bodyRef
+                                           to S3), modelSk (= sk, on model-visible entries only), and on
+                                           cards their version and type (the compare-and-set condition)
+                                           and cardId (= messageId: the sparse byMessageId index)
+    sk = "head"                            the conversation's head: activeTurnId
+
+``\\x1f`` sorts below every character a sort key uses, so entries are ordered by ``(sort_key, message_id)``
+exactly as the in-memory reference orders them. Because the message id is part of the key, appending an
+entry that is already there is a failed condition, not a duplicate. (An entry is identified by its sort
+key *and* id; the projection derives both deterministically from the snapshot, so a re-projected entry
+always has the same pair.)
+
+Requests: ``get_messages`` / ``get_model_messages`` one Query (more only past 1 MB of results),
+``append`` one PutItem, ``append_all`` one BatchWriteItem per 25 model messages (plus one PutItem per
+card), ``update_message`` one conditional PutItem, ``get_active_turn`` one GetItem, ``set_active_turn``
+one conditional UpdateItem; ``get_message`` of a card one Query on the sparse ``byMessageId`` index (plus a
+GetItem where the emulator does not fetch unprojected attributes, as moto does not); of a model message,
+which nothing in the runtime asks for, a Query walking the conversation back from its end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import time
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import TypeAdapter
+
+from agentturn.aws import tables
+from agentturn.aws._support import (
+    CONDITION_FAILED,
+    MAX_INLINE_BODY,
+    BlobStore,
+    BodyMissingError,
+    BodyTooLargeError,
+    Item,
+    StorageError,
+    as_str,
+    attribute_size,
+    decode_inline,
+    dynamodb_client,
+    error_code,
+    inline_body,
+    old_item,
+)
+from agentturn.aws._support import s3_client as default_s3_client
+from agentturn.memory import ChatMemory
+from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+_log = logging.getLogger("agentturn.aws.chat_memory")
+
+_TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
+_MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
+
+_CID: Final = tables.CONVERSATION_ID
+_SK: Final = tables.ENTRY_KEY
+_MODEL_SK: Final = tables.MODEL_KEY
+_MESSAGE_ID: Final = tables.MESSAGE_ID
+_CARD_ID: Final = tables.CARD_ID
+_BODY: Final = "body"
+_BODY_REF: Final = "bodyRef"
+_VERSION: Final = "version"
+_TYPE: Final = "type"
+_ACTIVE_TURN: Final = "activeTurnId"
+
+_ENTRY_PREFIX: Final = "t#"
+_SEPARATOR: Final = "\x1f"
+_HEAD: Final = "head"
+
+_NAMES: Final = {
+    "#cid": _CID,
+    "#sk": _SK,
+    "#msk": _MODEL_SK,
+    "#mid": _MESSAGE_ID,
+    "#card": _CARD_ID,
+    "#v": _VERSION,
+    "#type": _TYPE,
+    "#at": _ACTIVE_TURN,
+}
+#: BatchWriteItem takes at most 25 requests.
+_BATCH_SIZE: Final = 25
+#: Retries of unprocessed batch items (throttling): about 6 s in all before giving up.
+_BATCH_ATTEMPTS: Final = 8
+_BACKOFF_BASE: Final = 0.05
+_BACKOFF_CAP: Final = 2.0
+
+
+def _names(expression: str) -> dict[str, str]:
+    return {k: v for k, v in _NAMES.items() if k in expression}
+
+
+class TimelineWriteError(StorageError):
+    """Timeline entries could not be written (still throttled after bounded retries)."""
+
+
+def entry_key(sort_key: str, message_id: str) -> str:
+    return f"{_ENTRY_PREFIX}{sort_key}{_SEPARATOR}{message_id}"
+
+
+def _sort_key_of(key: str, message_id: str) -> str:
+    return key[len(_ENTRY_PREFIX) : len(key) - len(message_id) - len(_SEPARATOR)]
+
+
+def _require_id(message: TimelineMessage) -> None:
+    if not message.message_id:
+        raise ValueError("timeline entries need a message_id")
+
+
+class DynamoDBChatMemory:
+    """A ChatMemory provider: ``DynamoDBChatMemory(table)(conversation_id)`` is that conversation's timeline.
+
+    Entries whose compressed JSON exceeds ``inline_limit`` are spilled to ``bucket`` when one is given
+    (without one they stay inline up to the item limit, beyond it :class:`BodyTooLargeError`).
+    ``consistent_reads`` (default) makes every read see every completed write, which the Runner relies on
+    when it builds a model's context right after projecting.
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        client: DynamoDBClient | None = None,
+        s3_client: S3Client | None = None,
+        bucket: str | None = None,
+        compress_threshold: int = 4096,
+        inline_limit: int = 64 * 1024,
+        compress_level: int = 6,
+        consistent_reads: bool = True,
+        key_prefix: str = "conversations/",
+    ) -> None:
+        if not 0 < inline_limit <= MAX_INLINE_BODY:
+            raise ValueError(f"inline_limit must be in 1..{MAX_INLINE_BODY} bytes, not {inline_limit!r}")
+        self.table_name = table_name
+        self.client: DynamoDBClient = client if client is not None else dynamodb_client()
+        self._blobs: BlobStore | None = None
+        if bucket is not None:
+            self._blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
+        # Most messages are a few hundred bytes: compressing them would cost CPU and save no write unit.
+        self.compress_threshold = compress_threshold
+        self.inline_limit = inline_limit
+        self.compress_level = compress_level
+        self.consistent_reads = consistent_reads
+        self.key_prefix = key_prefix
+
+    def __call__(self, conversation_id: str) -> ChatMemory:
+        if not conversation_id:
+            raise ValueError("conversation_id must be non-empty")
+        return DynamoDBConversation(self, conversation_id)
+
+    # ------------------------------------------------------------------ items
+
+    def _item(self, conversation_id: str, message: TimelineMessage) -> tuple[Item, str | None]:
+        """The entry's item, and the S3 key written for it if its body was spilled with a unique key."""
+        key = entry_key(message.sort_key, message.message_id)
+        text = message.model_dump_json(by_alias=True)
+        item: Item = {_CID: {"S": conversation_id}, _SK: {"S": key}, _MESSAGE_ID: {"S": message.message_id}}
+        value = inline_body(text, compress_threshold=self.compress_threshold, level=self.compress_level)
+        size = attribute_size(value)
+        written: str | None = None
+        if size <= self.inline_limit or (self._blobs is None and size <= MAX_INLINE_BODY):
+            item[_BODY] = value
+        elif self._blobs is None:
+            raise BodyTooLargeError(
+                f"timeline entry {message.message_id!r} is {size} bytes compressed, more than a DynamoDB item "
+                "holds; configure a bucket"
+            )
+        else:
+            digest = hashlib.sha256(f"{conversation_id}\n{key}".encode()).hexdigest()[:32]
+            if message.model_visible:
+                # Immutable: re-projection writes the same content, so the same object key is harmless.
+                object_key = f"{self.key_prefix}{digest}.json.gz"
+            else:
+                # Cards change: every version gets its own object, so a losing writer never clobbers the winner's.
+                object_key = f"{self.key_prefix}{digest}/{uuid.uuid4().hex[:12]}.json.gz"
+                written = object_key
+            self._blobs.put(object_key, text, level=self.compress_level)
+            item[_BODY_REF] = {"S": object_key}
+        if message.model_visible:
+            item[_MODEL_SK] = {"S": key}
+        if isinstance(message, FormMessage | ApprovalMessage):
+            item[_VERSION] = {"N": str(message.version)}
+            item[_TYPE] = {"S": message.type}
+            item[_CARD_ID] = {"S": message.message_id}
+        return item, written
+
+    def _text(self, item: Item) -> str:
+        value = item.get(_BODY)
+        if value is not None:
+            return decode_inline(value)
+        key = as_str(item.get(_BODY_REF))
+        if key is None or self._blobs is None:
+            raise BodyMissingError(f"timeline entry {as_str(item.get(_MESSAGE_ID))!r} has no readable body")
+        text = self._blobs.get(key)
+        if text is None:
+            raise BodyMissingError(f"the S3 body {key!r} of timeline entry {as_str(item.get(_MESSAGE_ID))!r} is gone")
+        return text
+
+    def _discard(self, key: str | None) -> None:
+        if key is None or self._blobs is None:
+            return
+        try:
+            self._blobs.delete(key)
+        except (ClientError, BotoCoreError) as exc:
+            _log.warning("could not delete unreferenced timeline object %r: %s", key, exc)
+
+    def _batch_put(self, items: list[Item]) -> None:
+        """BatchWriteItem in chunks of 25, retrying unprocessed items with bounded, jittered backoff."""
+        for start in range(0, len(items), _BATCH_SIZE):
+            pending: list[Any] = [{"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_SIZE]]
+            for attempt in range(_BATCH_ATTEMPTS):
+                response = self.client.batch_write_item(RequestItems={self.table_name: pending})
+                pending = list(response.get("UnprocessedItems", {}).get(self.table_name, []))
+                if not pending:
+                    break
+                if attempt + 1 < _BATCH_ATTEMPTS:
+                    time.sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))
+            else:
+                raise TimelineWriteError(
+                    f"{len(pending)} timeline entries of table {self.table_name!r} were still unprocessed "
+                    f"after {_BATCH_ATTEMPTS} attempts"
+                )
+
+
+class DynamoDBConversation:
+    """One conversation's timeline (what :class:`DynamoDBChatMemory` returns for a conversation id)."""
+
+    def __init__(self, memory: DynamoDBChatMemory, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self._memory = memory
+        self._client = memory.client
+        self._table = memory.table_name
+
+    # ------------------------------------------------------------------ reads
+
+    def _query(self, index: str | None, key_attribute: str, limit: int | None) -> list[Item]:
+        """Entries of this conversation, latest ``limit`` (all for ``None``), oldest first."""
+        if limit is not None and limit <= 0:
+            return []
+        placeholder = "#sk" if key_attribute == _SK else "#msk"
+        condition = f"#cid = :cid AND begins_with({placeholder}, :prefix)"
+        kwargs: dict[str, Any] = {}
+        if index is not None:
+            kwargs["IndexName"] = index
+        items: list[Item] = []
+        start: Item | None = None
+        while True:
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
+            if limit is not None:
+                kwargs["Limit"] = limit - len(items)
+            response = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames=_names(condition),
+                ExpressionAttributeValues={":cid": {"S": self.conversation_id}, ":prefix": {"S": _ENTRY_PREFIX}},
+                ConsistentRead=self._memory.consistent_reads,
+                # The latest N: read backwards from the end, then turn the page around.
+                ScanIndexForward=limit is None,
+                **kwargs,
+            )
+            items += [cast("Item", raw) for raw in response.get("Items", [])]
+            start = cast("Item | None", response.get("LastEvaluatedKey"))
+            if start is None or (limit is not None and len(items) >= limit):
+                break
+        if limit is not None:
+            items.reverse()
+        return items
+
+    def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
+        return [_TIMELINE.validate_json(self._memory._text(item)) for item in self._query(None, _SK, limit)]
+
+    def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
+        items = self._query(tables.MODEL_INDEX, _MODEL_SK, limit)
+        return [_MODEL.validate_json(self._memory._text(item)) for item in items]
+
+    def _locate(self, message_id: str) -> Item | None:
+        """The card with ``message_id``, from the sparse byMessageId index (fetched from the table if needed)."""
+        condition = "#cid = :cid AND #card = :mid"
+        response = self._client.query(
+            TableName=self._table,
+            IndexName=tables.MESSAGE_ID_INDEX,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=_names(condition),
+            ExpressionAttributeValues={":cid": {"S": self.conversation_id}, ":mid": {"S": message_id}},
+            ConsistentRead=self._memory.consistent_reads,
+            # On an LSI, DynamoDB fetches unprojected attributes from the table within the same request.
+            Select="ALL_ATTRIBUTES",
+            Limit=1,
+        )
+        items = response.get("Items", [])
+        if not items:
+            return None
+        item = cast("Item", items[0])
+        if _BODY not in item and _BODY_REF not in item:
+            # moto returns only the projected keys: read the item itself.
+            got = self._client.get_item(
+                TableName=self._table,
+                Key={_CID: item[_CID], _SK: item[_SK]},
+                ConsistentRead=self._memory.consistent_reads,
+            )
+            item = cast("Item | None", got.get("Item")) or item
+        return item
+
+    def _search(self, message_id: str) -> Item | None:
+        """Any entry by id, reading the conversation from the end: the index holds cards only, and nothing in
+        the runtime looks up a model message by id, so that lookup may cost a walk instead of a write unit
+        on every message."""
+        condition = "#cid = :cid AND begins_with(#sk, :prefix)"
+        kwargs: dict[str, Any] = {}
+        while True:
+            response = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression=condition,
+                FilterExpression="#mid = :mid",
+                ExpressionAttributeNames=_names(condition + "#mid"),
+                ExpressionAttributeValues={
+                    ":cid": {"S": self.conversation_id},
+                    ":prefix": {"S": _ENTRY_PREFIX},
+                    ":mid": {"S": message_id},
+                },
+                ConsistentRead=self._memory.consistent_reads,
+                ScanIndexForward=False,
+                **kwargs,
+            )
+            items = response.get("Items", [])
+            if items:
+                return cast("Item", items[0])
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                return None
+            kwargs["ExclusiveStartKey"] = start
+
+    def get_message(self, message_id: str) -> TimelineMessage | None:
+        item = self._locate(message_id) or self._search(message_id)
+        if item is None or (_BODY not in item and _BODY_REF not in item):
+            return None
+        return _TIMELINE.validate_json(self._memory._text(item))
+
+    # ------------------------------------------------------------------ writes
+
+    def _put_new(self, item: Item) -> bool:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#sk)",
+                ExpressionAttributeNames=_names("#sk"),
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            return False
+        return True
+
+    def append(self, message: TimelineMessage) -> bool:
+        _require_id(message)
+        item, written = self._memory._item(self.conversation_id, message)
+        if self._put_new(item):
+            return True
+        self._memory._discard(written)
+        return False
+
+    def append_all(self, messages: Sequence[TimelineMessage]) -> None:
+        for message in messages:
+            _require_id(message)
+        # Model messages are immutable: re-putting one writes the very same item, so an unconditional batch
+        # is idempotent. Cards change after they are appended: they go one by one, only if absent.
+        immutable: dict[str, TimelineMessage] = {}
+        cards: list[TimelineMessage] = []
+        for message in messages:
+            if message.model_visible:
+                # A batch may not name a key twice; the first occurrence wins, as in the reference.
+                immutable.setdefault(entry_key(message.sort_key, message.message_id), message)
+            else:
+                cards.append(message)
+        if len(immutable) == 1:
+            # One entry: a conditional put costs the same request and skips the index writes when present.
+            self.append(next(iter(immutable.values())))
+        elif immutable:
+            self._memory._batch_put([self._memory._item(self.conversation_id, m)[0] for m in immutable.values()])
+        for card in cards:
+            self.append(card)
+
+    def update_message(self, message: CardMessage, expected_version: int) -> bool:
+        _require_id(message)
+        key = entry_key(message.sort_key, message.message_id)
+        outcome = self._replace_card(message, expected_version)
+        if outcome is not None:
+            return outcome
+        # Nothing under the key the card names: its sort key differs from the stored one. Find the entry by
+        # id and update it where it is, keeping the stored position (as the reference does).
+        located = self._locate(message.message_id)
+        if located is None:
+            return False
+        stored_key = as_str(located.get(_SK)) or key
+        if stored_key == key:
+            return False
+        moved = message.model_copy(update={"sort_key": _sort_key_of(stored_key, message.message_id)})
+        return bool(self._replace_card(moved, expected_version))
+
+    def _replace_card(self, message: CardMessage, expected_version: int) -> bool | None:
+        """One conditional PutItem at the card's key; ``None`` when there is no item under that key at all."""
+        item, written = self._memory._item(self.conversation_id, message)
+        condition = "#mid = :mid AND #v = :expected AND #type = :type"
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(condition),
+                ExpressionAttributeValues={
+                    ":mid": {"S": message.message_id},
+                    ":expected": {"N": str(expected_version)},
+                    ":type": {"S": message.type},
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            self._memory._discard(written)
+            previous = old_item(exc)
+            return None if previous is None else False
+        return True
+
+    # ------------------------------------------------------------------ the conversation's active turn
+
+    def get_active_turn(self) -> str | None:
+        response = self._client.get_item(
+            TableName=self._table,
+            Key={_CID: {"S": self.conversation_id}, _SK: {"S": _HEAD}},
+            ConsistentRead=True,
+            ProjectionExpression="#at",
+            ExpressionAttributeNames=_names("#at"),
+        )
+        item = cast("Item | None", response.get("Item"))
+        return as_str(item.get(_ACTIVE_TURN)) if item else None
+
+    def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
+        values: Item = {}
+        if turn_id is None:
+            update = "REMOVE #at"
+        else:
+            update = "SET #at = :turn"
+            values[":turn"] = {"S": turn_id}
+        if expected is None:
+            condition = "attribute_not_exists(#at)"
+        else:
+            condition = "#at = :expected"
+            values[":expected"] = {"S": expected}
+        kwargs: dict[str, Any] = {"ExpressionAttributeValues": values} if values else {}
+        try:
+            # One conditional write on the head item is the whole "one active turn per conversation" rule:
+            # of two concurrent runs, exactly one sees the condition hold.
+            self._client.update_item(
+                TableName=self._table,
+                Key={_CID: {"S": self.conversation_id}, _SK: {"S": _HEAD}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update + condition),
+                **kwargs,
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            return False
+        return True

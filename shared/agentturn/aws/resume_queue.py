@@ -1,0 +1,91 @@
+"""SqsResumeQueue: the ResumeQueue port on SQS, and the parser the worker Lambda applies to each record.
+
+The message body is ``ResumeMessage.to_wire()`` as compact JSON: ``{"turnId": "...", "version": 3}``.
+SQS delivers at least once; the worker makes duplicates harmless (a claim on a turn that is no longer
+runnable, or leased, is a no-op), so nothing here tries to deduplicate beyond what a FIFO queue offers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import ValidationError
+
+from agentturn.aws._support import sqs_client
+from agentturn.errors import AgentTurnError
+from agentturn.queue import ResumeMessage
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+#: A resume message is ~100 bytes; anything far larger is not ours (and is not worth parsing).
+MAX_BODY_BYTES: Final = 4096
+
+
+class InvalidResumeMessageError(AgentTurnError, ValueError):
+    """A queue message that is not a valid resume message. The worker should drop it (it will never parse)."""
+
+    def __init__(self, reason: str, body: str | bytes, errors: list[dict[str, Any]] | None = None) -> None:
+        preview = body[:200] if isinstance(body, str) else body[:200].decode("utf-8", "replace")
+        super().__init__(f"invalid resume message ({reason}): {preview!r}")
+        self.reason = reason
+        self.body = body
+        self.errors = errors or []
+
+
+def parse_resume_message(body: str | bytes) -> ResumeMessage:
+    """The ResumeMessage in an SQS body; :class:`InvalidResumeMessageError` for anything else.
+
+    Strict: ``turnId`` must be a non-empty string, ``version`` a non-negative integer (not ``"3"``, not
+    ``3.5``), and no other keys are allowed.
+    """
+    size = len(body.encode() if isinstance(body, str) else body)
+    if size > MAX_BODY_BYTES:
+        raise InvalidResumeMessageError(f"{size} bytes, more than {MAX_BODY_BYTES}", body)
+    try:
+        decoded = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidResumeMessageError(f"not JSON: {exc}", body) from None
+    if not isinstance(decoded, dict):
+        raise InvalidResumeMessageError(f"a JSON {type(decoded).__name__}, not an object", body)
+    try:
+        # strict: no coercion of "3" to 3 or of 3.0 to 3; a producer sending those has a bug worth seeing.
+        return ResumeMessage.model_validate(decoded, strict=True)
+    except ValidationError as exc:
+        errors = [
+            {"path": ".".join(str(p) for p in error["loc"]), "message": error["msg"]}
+            for error in exc.errors(include_url=False)
+        ]
+        summary = "; ".join(f"{e['path'] or '$'}: {e['message']}" for e in errors)
+        raise InvalidResumeMessageError(summary, body, errors) from None
+
+
+class SqsResumeQueue:
+    """Hands runnable turns to workers through an SQS queue.
+
+    On a FIFO queue (URL ending ``.fifo``) messages are grouped by turn (one worker at a time per turn)
+    and deduplicated by ``turnId:version`` within SQS's five-minute window.
+    """
+
+    def __init__(self, queue_url: str, client: SQSClient | None = None, *, delay_seconds: int = 0) -> None:
+        if not queue_url:
+            raise ValueError("queue_url must be non-empty")
+        if not 0 <= delay_seconds <= 900:
+            raise ValueError(f"delay_seconds must be within 0..900 (an SQS limit), not {delay_seconds!r}")
+        self.queue_url = queue_url
+        self.client: SQSClient = client if client is not None else sqs_client()
+        self.delay_seconds = delay_seconds
+        self.fifo = queue_url.endswith(".fifo")
+
+    def enqueue(self, turn_id: str, version: int) -> None:
+        message = ResumeMessage(turn_id=turn_id, version=version)
+        body = json.dumps(message.to_wire(), separators=(",", ":"))
+        kwargs: dict[str, Any] = {}
+        if self.fifo:
+            kwargs["MessageGroupId"] = turn_id
+            kwargs["MessageDeduplicationId"] = f"{turn_id}:{version}"
+        elif self.delay_seconds:
+            # FIFO queues refuse per-message delays; standard queues honour them.
+            kwargs["DelaySeconds"] = self.delay_seconds
+        self.client.send_message(QueueUrl=self.queue_url, MessageBody=body, **kwargs)

@@ -1,0 +1,592 @@
+"""DynamoDBTurnStore: the TurnStore port on DynamoDB (one item per turn), large bodies spilled to S3.
+
+The item of a turn::
+
+    turnId            S   partition key
+    version           N   the snapshot's version; every write is conditional on it
+    status            S   TurnStatus
+    conversationId    S   for operators (which conversation a turn belongs to)
+    body              S|B the snapshot JSON: plain text when small, zlib-compressed binary otherwise
+    bodyRef           S   instead of body: S3 key of a gzip object, for snapshots too large for an item
+    cancelRequested   BOOL monotonic: only request_cancel (or a save of a turn that carries it) sets it,
+                          no save clears it
+    updatedAt         N   store-clock epoch seconds of the last snapshot write
+    runnableShard     S   present only while READY/RUNNING: the sparse "runnable" index the sweeper reads
+    leaseId, leaseOwner S, leaseExpiresAt N   present only while leased
+    overdueShard S, waitExpiresAt N           present only while blocked on a wait with a deadline: the
+                          sparse "overdue" index (find_overdue)
+    expiresAt         N   TTL: ``turn.retain_until`` of a terminal turn (DynamoDB deletes it after that)
+
+Semantics are those of :class:`agentturn.store.InMemoryTurnStore`, which is the reference; the contract
+suite in ``tests/contract`` runs the same tests against both. Each operation is one DynamoDB request
+(``find_runnable`` / ``find_overdue``: one Query per shard; ``save``: two in the one case where it finds
+a cancel requested after its turn was loaded; a spilled body adds one S3 PUT per save, one GET per load).
+Conditional writes ask for ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so a lost condition is told
+apart (not found / lease lost / version conflict, with the stored version) without another read.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+import zlib
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agentturn._clock import Clock
+from agentturn.aws import tables
+from agentturn.aws._support import (
+    CONDITION_FAILED,
+    MAX_INLINE_BODY,
+    BlobStore,
+    BodyMissingError,
+    BodyTooLargeError,
+    Item,
+    as_float,
+    as_int,
+    as_str,
+    attribute_size,
+    decode_inline,
+    dynamodb_client,
+    error_code,
+    inline_body,
+    number,
+    old_item,
+)
+from agentturn.aws._support import s3_client as default_s3_client
+from agentturn.errors import LeaseLostError, TurnNotFoundError, VersionConflictError
+from agentturn.state import Turn, TurnStatus
+from agentturn.store import Lease, RunnableTurn, check_schema_version, new_lease_id, wait_deadline
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+_log = logging.getLogger("agentturn.aws.turn_store")
+
+_TURN_ID: Final = tables.TURN_ID
+_VERSION: Final = tables.TURN_VERSION
+_STATUS: Final = "status"
+_CONVERSATION: Final = "conversationId"
+_BODY: Final = "body"
+_BODY_REF: Final = "bodyRef"
+_CANCEL: Final = "cancelRequested"
+_UPDATED_AT: Final = tables.UPDATED_AT
+_SHARD: Final = tables.RUNNABLE_SHARD
+_LEASE_ID: Final = "leaseId"
+_LEASE_OWNER: Final = "leaseOwner"
+_LEASE_EXPIRES: Final = tables.LEASE_EXPIRES_AT
+_OVERDUE_SHARD: Final = tables.OVERDUE_SHARD
+_WAIT_EXPIRES: Final = tables.WAIT_EXPIRES_AT
+_EXPIRES_AT: Final = tables.EXPIRES_AT
+
+# Every attribute an expression names goes through a placeholder: "status" is a reserved word, and one
+# table of placeholders keeps the expressions readable.
+_NAMES: Final = {
+    "#tid": _TURN_ID,
+    "#v": _VERSION,
+    "#st": _STATUS,
+    "#body": _BODY,
+    "#ref": _BODY_REF,
+    "#cx": _CANCEL,
+    "#ua": _UPDATED_AT,
+    "#shard": _SHARD,
+    "#lid": _LEASE_ID,
+    "#lo": _LEASE_OWNER,
+    "#lx": _LEASE_EXPIRES,
+    "#exp": _EXPIRES_AT,
+    "#oshard": _OVERDUE_SHARD,
+    "#wx": _WAIT_EXPIRES,
+}
+_RUNNABLE_VALUES: Final = {":ready": {"S": TurnStatus.READY.value}, ":running": {"S": TurnStatus.RUNNING.value}}
+#: A body pointer that no longer resolves is re-read this many times (a concurrent save replaced it).
+_LOAD_ATTEMPTS: Final = 3
+
+
+class _CancelRequestedMeanwhile(Exception):
+    """A save's only failed condition was "no cancel requested": retry it carrying the flag."""
+
+
+def _names(expression: str) -> dict[str, str]:
+    """The placeholders ``expression`` uses (DynamoDB refuses unused ones)."""
+    return {k: v for k, v in _NAMES.items() if k in expression}
+
+
+class DynamoDBTurnStore:
+    """A TurnStore on one DynamoDB table (see :data:`agentturn.aws.tables.TURNS_TABLE`).
+
+    ``bucket`` (with ``s3_client``) receives bodies whose compressed size exceeds ``inline_limit``, as
+    ``turns/<turnId>/<version>-<nonce>.json.gz``: the nonce keeps a fenced-off writer from overwriting
+    the object a current writer's item points to. Without a bucket, bodies up to the item limit stay
+    inline and larger ones raise :class:`~agentturn.aws._support.BodyTooLargeError`.
+    ``clock`` decides lease expiry and ``updatedAt`` (inject one in tests; every process of a deployment
+    must agree on time within much less than a lease).
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        client: DynamoDBClient | None = None,
+        s3_client: S3Client | None = None,
+        bucket: str | None = None,
+        clock: Clock = time.time,
+        compress_threshold: int = 1024,
+        inline_limit: int = 64 * 1024,
+        compress_level: int = 6,
+        runnable_shards: int = tables.RUNNABLE_SHARDS,
+        terminal_ttl_seconds: float | None = None,
+        key_prefix: str = "turns/",
+    ) -> None:
+        if not 0 < inline_limit <= MAX_INLINE_BODY:
+            raise ValueError(f"inline_limit must be in 1..{MAX_INLINE_BODY} bytes, not {inline_limit!r}")
+        if runnable_shards < 1:
+            raise ValueError(f"runnable_shards must be at least 1, not {runnable_shards!r}")
+        self.table_name = table_name
+        self.client: DynamoDBClient = client if client is not None else dynamodb_client()
+        self._blobs: BlobStore | None = None
+        if bucket is not None:
+            self._blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
+        self.clock = clock
+        # Below ~1 KB zlib saves little and costs CPU; items are billed per started KB anyway.
+        self.compress_threshold = compress_threshold
+        # Above this size a body costs more as write units than as an S3 PUT + GET (64 KB = 64 WCU/save).
+        self.inline_limit = inline_limit
+        self.compress_level = compress_level
+        self.runnable_shards = runnable_shards
+        # For turns that carry no retain_until of their own (the Runner sets one from the agent's policy).
+        self.terminal_ttl_seconds = terminal_ttl_seconds
+        self.key_prefix = key_prefix
+
+    # ------------------------------------------------------------------ encoding
+
+    def _shard(self, turn_id: str) -> str:
+        return f"R#{zlib.crc32(turn_id.encode()) % self.runnable_shards}"
+
+    def _derived(self, turn: Turn, now: float) -> tuple[Item, list[str]]:
+        """The index and TTL attributes ``turn``'s state implies: ``(to set, placeholders to remove)``.
+
+        Sparse indexes hold a turn only while it has the attributes, so "not runnable" is "attribute
+        removed" in the same write that changes the status.
+        """
+        sets: Item = {}
+        removes: list[str] = []
+        shard = self._shard(turn.id)
+        if turn.status.is_runnable:
+            sets["#shard"] = {"S": shard}
+        else:
+            # Nothing left to run: the turn leaves the runnable index and its lease ends with this write.
+            removes += ["#shard", "#lid", "#lo", "#lx"]
+        deadline = wait_deadline(turn)
+        if deadline is not None:
+            sets["#oshard"] = {"S": shard}
+            sets["#wx"] = {"N": number(deadline)}
+        else:
+            removes += ["#oshard", "#wx"]
+        retain_until = turn.retain_until
+        if retain_until is None and self.terminal_ttl_seconds is not None:
+            retain_until = now + self.terminal_ttl_seconds
+        if turn.status.is_terminal and retain_until is not None:
+            # DynamoDB's TTL takes whole epoch seconds; rounding up never deletes early.
+            sets["#exp"] = {"N": str(math.ceil(retain_until))}
+        else:
+            removes.append("#exp")
+        return sets, removes
+
+    def _encode_body(self, turn: Turn) -> tuple[str, Item, str | None]:
+        """``(json, {"body"|"bodyRef": value}, s3_key_written_or_None)``; writes the S3 object if spilled."""
+        text = turn.model_dump_json(by_alias=True)
+        value = inline_body(text, compress_threshold=self.compress_threshold, level=self.compress_level)
+        size = attribute_size(value)
+        if size <= self.inline_limit or (self._blobs is None and size <= MAX_INLINE_BODY):
+            return text, {_BODY: value}, None
+        if self._blobs is None:
+            raise BodyTooLargeError(
+                f"snapshot of turn {turn.id!r} is {size} bytes compressed, more than a DynamoDB item holds; "
+                "configure a snapshot bucket"
+            )
+        # Written before the item: an item never points to an object that is not there yet.
+        key = f"{self.key_prefix}{turn.id}/{turn.version}-{uuid.uuid4().hex[:12]}.json.gz"
+        self._blobs.put(key, text, level=self.compress_level)
+        return text, {_BODY_REF: {"S": key}}, key
+
+    def _discard(self, key: str | None) -> None:
+        """Best effort: delete an S3 body nothing points to (any more). A leak costs storage, not correctness."""
+        if key is None or self._blobs is None:
+            return
+        try:
+            self._blobs.delete(key)
+        except (ClientError, BotoCoreError) as exc:
+            _log.warning("could not delete unreferenced snapshot object %r: %s", key, exc)
+
+    def _body_text(self, item: Item) -> str | None:
+        value = item.get(_BODY)
+        if value is not None:
+            return decode_inline(value)
+        key = as_str(item.get(_BODY_REF))
+        if key is None:
+            raise BodyMissingError(f"turn item {as_str(item.get(_TURN_ID))!r} has neither a body nor a body reference")
+        if self._blobs is None:
+            raise BodyMissingError(f"turn body is in S3 ({key!r}) but this store has no bucket configured")
+        return self._blobs.get(key)
+
+    @staticmethod
+    def _decode(text: str, version: int, cancel_requested: bool) -> Turn:
+        turn = check_schema_version(Turn.model_validate_json(text))
+        return turn.model_copy(update={"version": version, "cancel_requested": cancel_requested})
+
+    # ------------------------------------------------------------------ TurnStore
+
+    def create(self, turn: Turn) -> Turn:
+        stored = turn.model_copy(update={"version": 1})
+        text, body, written = self._encode_body(stored)
+        now = self.clock()
+        item: Item = {
+            _TURN_ID: {"S": turn.id},
+            _VERSION: {"N": "1"},
+            _STATUS: {"S": stored.status.value},
+            _CONVERSATION: {"S": stored.conversation_id},
+            _UPDATED_AT: {"N": number(now)},
+            _CANCEL: {"BOOL": stored.cancel_requested},
+            **body,
+        }
+        derived, _ = self._derived(stored, now)
+        item.update({_NAMES[placeholder]: value for placeholder, value in derived.items()})
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#tid)",
+                ExpressionAttributeNames=_names("#tid"),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            self._discard(written)
+            existing = old_item(exc) or {}
+            raise VersionConflictError(turn.id, None, as_int(existing.get(_VERSION), 0) or None) from None
+        return self._decode(text, 1, stored.cancel_requested)
+
+    def load(self, turn_id: str) -> Turn:
+        for _ in range(_LOAD_ATTEMPTS):
+            response = self.client.get_item(
+                TableName=self.table_name, Key={_TURN_ID: {"S": turn_id}}, ConsistentRead=True
+            )
+            item = cast("Item | None", response.get("Item"))
+            if item is None:
+                raise TurnNotFoundError(turn_id)
+            text = self._body_text(item)
+            if text is None:
+                # The object was replaced and deleted by a save between our GetItem and our S3 GET: read
+                # the item again, it now points to the newer body.
+                continue
+            cancel = bool(item.get(_CANCEL, {}).get("BOOL", False))
+            return self._decode(text, as_int(item.get(_VERSION)), cancel)
+        raise BodyMissingError(f"the S3 body of turn {turn_id!r} is missing")
+
+    def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
+        now = self.clock()
+        version = expected_version + 1
+        stored = turn.model_copy(update={"version": version})
+        text, body, written = self._encode_body(stored)
+        cancel = stored.cancel_requested
+        try:
+            response = self._update_snapshot(stored, body, expected_version, lease_id, now, cancel=cancel)
+        except _CancelRequestedMeanwhile:
+            # The only thing that failed is "cancel not requested": write again carrying the flag. This is
+            # the one case a save costs two requests, and it happens once, on a turn about to be cancelled.
+            cancel = True
+            try:
+                response = self._update_snapshot(stored, body, expected_version, lease_id, now, cancel=cancel)
+            except (TurnNotFoundError, VersionConflictError):
+                self._discard(written)
+                raise
+        except (TurnNotFoundError, VersionConflictError):
+            self._discard(written)
+            raise
+        old = cast("Item", response.get("Attributes", {}))
+        previous_ref = as_str(old.get(_BODY_REF))
+        if previous_ref is not None and previous_ref != as_str(body.get(_BODY_REF)):
+            self._discard(previous_ref)
+        return self._decode(text, version, cancel)
+
+    def _update_snapshot(
+        self, stored: Turn, body: Item, expected_version: int, lease_id: str | None, now: float, *, cancel: bool
+    ) -> Mapping[str, Any]:
+        """One conditional UpdateItem writing ``stored``; raises the core's error for a failed condition."""
+        values: Item = {
+            ":v": {"N": str(stored.version)},
+            ":expected": {"N": str(expected_version)},
+            ":st": {"S": stored.status.value},
+            ":now": {"N": number(now)},
+        }
+        sets = ["#v = :v", "#st = :st", "#ua = :now"]
+        removes: list[str] = []
+        if _BODY in body:
+            sets.append("#body = :body")
+            values[":body"] = body[_BODY]
+            removes.append("#ref")
+        else:
+            sets.append("#ref = :ref")
+            values[":ref"] = body[_BODY_REF]
+            removes.append("#body")
+        derived, derived_removes = self._derived(stored, now)
+        for placeholder, value in derived.items():
+            sets.append(f"{placeholder} = :{placeholder[1:]}")
+            values[f":{placeholder[1:]}"] = value
+        removes += derived_removes
+        condition = "attribute_exists(#tid) AND #v = :expected AND "
+        if lease_id is not None:
+            # The lease must be the current one, expired or not: only a takeover by another claim fences us.
+            condition += "#lid = :lid"
+            values[":lid"] = {"S": lease_id}
+        else:
+            condition += "(attribute_not_exists(#lx) OR #lx <= :now)"
+        if cancel:
+            sets.append("#cx = :true")
+            values[":true"] = {"BOOL": True}
+        else:
+            # The flag is never written false, so no stale save can clear it; and the save asserts it is
+            # still down, so the turn it returns carries the stored flag without a second read. (Reading it
+            # back through ReturnValues is not portable: moto omits attributes an update left unchanged.)
+            condition += " AND (attribute_not_exists(#cx) OR #cx = :false)"
+            values[":false"] = {"BOOL": False}
+        update = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
+        try:
+            return self.client.update_item(
+                TableName=self.table_name,
+                Key={_TURN_ID: {"S": stored.id}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update + condition),
+                ExpressionAttributeValues=values,
+                # The old bodyRef (if any) names the S3 object this write orphaned.
+                ReturnValues="UPDATED_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            item = old_item(exc)
+        if item is not None and not cancel and self._only_cancel_differs(item, expected_version, lease_id, now):
+            raise _CancelRequestedMeanwhile
+        raise self._save_conflict(stored.id, expected_version, lease_id, item)
+
+    @staticmethod
+    def _only_cancel_differs(item: Item, expected_version: int, lease_id: str | None, now: float) -> bool:
+        if as_int(item.get(_VERSION)) != expected_version:
+            return False
+        if lease_id is not None:
+            lease_ok = as_str(item.get(_LEASE_ID)) == lease_id
+        else:
+            lease_ok = _LEASE_EXPIRES not in item or as_float(item.get(_LEASE_EXPIRES)) <= float(number(now))
+        return lease_ok and bool(item.get(_CANCEL, {}).get("BOOL", False))
+
+    @staticmethod
+    def _save_conflict(
+        turn_id: str, expected_version: int, lease_id: str | None, item: Item | None
+    ) -> TurnNotFoundError | VersionConflictError:
+        """Which condition failed, decided on the item the write saw (the same order as the reference)."""
+        if item is None:
+            return TurnNotFoundError(turn_id)
+        actual = as_int(item.get(_VERSION))
+        if lease_id is not None and as_str(item.get(_LEASE_ID)) != lease_id:
+            return LeaseLostError(turn_id, lease_id)
+        return VersionConflictError(turn_id, expected_version, actual)
+
+    def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
+        now = self.clock()
+        lease = Lease(turn_id, worker_id, new_lease_id(), float(number(now + lease_seconds)))
+        condition = (
+            "attribute_exists(#tid) AND #st IN (:ready, :running) AND (attribute_not_exists(#lx) OR #lx <= :now)"
+        )
+        update = "SET #lid = :lid, #lo = :lo, #lx = :lx"
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={_TURN_ID: {"S": turn_id}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update + condition),
+                ExpressionAttributeValues={
+                    ":lid": {"S": lease.lease_id},
+                    ":lo": {"S": worker_id},
+                    ":lx": {"N": number(lease.expires_at)},
+                    ":now": {"N": number(now)},
+                    **_RUNNABLE_VALUES,
+                },
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            # Not runnable, missing, or leased by someone else: all mean "not yours" (no old item needed).
+            return None
+        return lease
+
+    def renew(self, lease: Lease, lease_seconds: float) -> Lease:
+        renewed = replace(lease, expires_at=float(number(self.clock() + lease_seconds)))
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={_TURN_ID: {"S": lease.turn_id}},
+                UpdateExpression="SET #lx = :lx",
+                ConditionExpression="#lid = :lid",
+                ExpressionAttributeNames=_names("#lx #lid"),
+                ExpressionAttributeValues={":lx": {"N": number(renewed.expires_at)}, ":lid": {"S": lease.lease_id}},
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            raise LeaseLostError(lease.turn_id, lease.lease_id) from None
+        return renewed
+
+    def release(self, lease: Lease) -> bool:
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={_TURN_ID: {"S": lease.turn_id}},
+                UpdateExpression="REMOVE #lid, #lo, #lx",
+                ConditionExpression="#lid = :lid",
+                ExpressionAttributeNames=_names("#lid #lo #lx"),
+                ExpressionAttributeValues={":lid": {"S": lease.lease_id}},
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            return False
+        return True
+
+    def request_cancel(self, turn_id: str) -> None:
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={_TURN_ID: {"S": turn_id}},
+                UpdateExpression="SET #cx = :true",
+                ConditionExpression="attribute_exists(#tid)",
+                ExpressionAttributeNames=_names("#cx #tid"),
+                ExpressionAttributeValues={":true": {"BOOL": True}},
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            raise TurnNotFoundError(turn_id) from None
+
+    def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
+        """One Query per shard of the sparse ``runnable`` index (never a Scan).
+
+        The index is eventually consistent: a turn written a moment ago may show up one sweep later,
+        which is what a sweeper of *idle* turns wants anyway.
+        """
+        if limit <= 0:
+            return []
+        now = self.clock()
+        found: list[RunnableTurn] = []
+        for shard in range(self.runnable_shards):
+            items = self._query_index(
+                tables.RUNNABLE_INDEX,
+                "#shard = :shard AND #ua <= :horizon",
+                f"R#{shard}",
+                now,
+                limit,
+                horizon=now - idle_seconds,
+                # A live lease means a worker is on it: not the sweeper's business.
+                filter_expression="attribute_not_exists(#lx) OR #lx <= :now",
+            )
+            found += [self._runnable(item) for item in items]
+        found.sort(key=lambda r: (r.updated_at, r.turn_id))
+        return found[:limit]
+
+    @staticmethod
+    def _runnable(item: Item) -> RunnableTurn:
+        return RunnableTurn(
+            turn_id=as_str(item.get(_TURN_ID)) or "",
+            version=as_int(item.get(_VERSION)),
+            updated_at=as_float(item.get(_UPDATED_AT)),
+        )
+
+    def _query_index(
+        self,
+        index: str,
+        key_condition: str,
+        shard: str,
+        now: float,
+        limit: int,
+        *,
+        horizon: float | None = None,
+        filter_expression: str | None = None,
+        extra: str = "",
+    ) -> list[Item]:
+        """Up to ``limit`` items of one shard of a sparse index, in index order (ascending), paging as needed.
+
+        Each shard is sorted, so the first ``limit`` of every shard contain the first ``limit`` overall.
+        """
+        values: Item = {":shard": {"S": shard}, ":now": {"N": number(now)}}
+        if horizon is not None:
+            values[":horizon"] = {"N": number(horizon)}
+        projection = "#tid, #v, #ua" + (f", {extra}" if extra else "")
+        kwargs: dict[str, Any] = {}
+        if filter_expression is not None:
+            kwargs["FilterExpression"] = filter_expression
+        conditions = key_condition + (filter_expression or "")
+        names = _names(conditions + projection)
+        used_values = {k: v for k, v in values.items() if k in conditions}
+        found: list[Item] = []
+        while len(found) < limit:
+            response = self.client.query(
+                TableName=self.table_name,
+                IndexName=index,
+                KeyConditionExpression=key_condition,
+                ProjectionExpression=projection,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=used_values,
+                ScanIndexForward=True,
+                Limit=limit,
+                **kwargs,
+            )
+            found += [cast("Item", raw) for raw in response.get("Items", [])]
+            start = cast("Item | None", response.get("LastEvaluatedKey"))
+            if start is None:
+                break
+            kwargs["ExclusiveStartKey"] = start
+        return found[:limit]
+
+    def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
+        """Blocked turns whose wait deadline has passed, earliest deadline first: one Query per shard of the
+        sparse ``overdue`` index (eventually consistent, like ``find_runnable``)."""
+        if limit <= 0:
+            return []
+        now = self.clock()
+        found: list[tuple[float, RunnableTurn]] = []
+        for shard in range(self.runnable_shards):
+            for item in self._query_index(
+                tables.OVERDUE_INDEX, "#oshard = :shard AND #wx <= :now", f"R#{shard}", now, limit, extra="#wx"
+            ):
+                found.append((as_float(item.get(_WAIT_EXPIRES)), self._runnable(item)))
+        found.sort(key=lambda pair: (pair[0], pair[1].turn_id))
+        return [turn for _, turn in found[:limit]]
+
+    def delete(self, turn_id: str, *, expected_version: int) -> None:
+        try:
+            response = self.client.delete_item(
+                TableName=self.table_name,
+                Key={_TURN_ID: {"S": turn_id}},
+                ConditionExpression="attribute_not_exists(#tid) OR #v = :expected",
+                ExpressionAttributeNames=_names("#tid #v"),
+                ExpressionAttributeValues={":expected": {"N": str(expected_version)}},
+                # The deleted item says whether an S3 body has to go too (delete is rare: race losers).
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            existing = old_item(exc) or {}
+            raise VersionConflictError(turn_id, expected_version, as_int(existing.get(_VERSION))) from None
+        deleted = cast("Item", response.get("Attributes", {}))
+        self._discard(as_str(deleted.get(_BODY_REF)))

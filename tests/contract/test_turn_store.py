@@ -1,0 +1,582 @@
+"""The TurnStore contract: every adapter behaves as the in-memory reference does."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import pytest
+
+from agentturn import (
+    AiMessage,
+    Lease,
+    LeaseLostError,
+    Turn,
+    TurnNotFoundError,
+    TurnStatus,
+    UserMessage,
+    VersionConflictError,
+)
+from agentturn.projection import stamp
+from agentturn.state import SCHEMA_VERSION, Suspension, SuspensionType
+from agentturn.store import RunnableTurn
+from tests.contract.conftest import Kit, new_turn
+
+T = TypeVar("T")
+
+LEASE = 60.0
+THREADS = 8
+
+
+def race(count: int, action: Callable[[int], T]) -> list[T]:
+    """Run ``action(i)`` in ``count`` threads released at the same moment; their results in order."""
+    barrier = threading.Barrier(count, timeout=30)
+
+    def contender(index: int) -> T:
+        barrier.wait()
+        return action(index)
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(contender, range(count)))
+
+
+def advanced(turn: Turn, status: TurnStatus, text: str = "step") -> Turn:
+    """A copy of ``turn`` one step further, as the Runner would save it."""
+    moved = turn.model_copy(deep=True)
+    moved.status = status
+    moved.messages.append(stamp(moved, AiMessage(content=text)))
+    return moved
+
+
+def wait_for_runnable(
+    kit: Kit, predicate: Callable[[list[RunnableTurn]], bool], *, idle_seconds: float, limit: int = 100
+) -> list[RunnableTurn]:
+    """``find_runnable`` until ``predicate`` holds (a GSI is eventually consistent), within a deadline."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = kit.store.find_runnable(idle_seconds=idle_seconds, limit=limit)
+        if predicate(found) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+# ------------------------------------------------------------------------------------------ round trips
+
+
+def test_create_then_load_round_trips_the_snapshot(kit: Kit) -> None:
+    # GIVEN a new turn with a message and metadata
+    turn = new_turn(text="帮我创建一个高优先级的登录故障工单。")
+    turn.metadata = {"channel": "web", "nested": {"n": 1, "list": [1, "two", None]}}
+
+    # WHEN it is created and loaded back (through another store instance, as another process would)
+    created = kit.store.create(turn)
+    loaded = kit.new_store().load(turn.id)
+
+    # THEN both are version 1 with everything the snapshot held, and the cancel flag down
+    assert created.version == 1
+    assert loaded == created
+    assert loaded.messages == turn.messages
+    assert loaded.metadata == turn.metadata
+    assert loaded.cancel_requested is False
+
+
+def test_save_returns_the_new_version_and_load_sees_it(kit: Kit) -> None:
+    # GIVEN a created turn
+    created = kit.store.create(new_turn())
+
+    # WHEN it is saved twice, each time at the version the last save returned
+    first = kit.store.save(advanced(created, TurnStatus.RUNNING, "one"), expected_version=created.version)
+    second = kit.store.save(advanced(first, TurnStatus.RUNNING, "two"), expected_version=first.version)
+
+    # THEN each save returns the next version, and a load returns the last save exactly
+    assert (first.version, second.version) == (2, 3)
+    assert kit.store.load(created.id) == second
+    assert [m.content for m in second.messages if isinstance(m, AiMessage)] == ["one", "two"]
+
+
+def test_create_of_an_existing_id_is_a_conflict_reporting_the_stored_version(kit: Kit) -> None:
+    # GIVEN a turn stored and saved once (version 2)
+    created = kit.store.create(new_turn())
+    kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1)
+
+    # WHEN a turn with the same id is created again
+    with pytest.raises(VersionConflictError) as conflict:
+        kit.store.create(new_turn().model_copy(update={"id": created.id}))
+
+    # THEN it is refused, naming the stored version, and the stored turn is untouched
+    assert conflict.value.actual_version == 2
+    assert not isinstance(conflict.value, LeaseLostError)
+    assert kit.store.load(created.id).version == 2
+
+
+def test_missing_turns_are_not_found(kit: Kit) -> None:
+    # GIVEN an id nothing was stored under
+    ghost = new_turn()
+
+    # WHEN it is loaded, saved, or cancelled
+    # THEN each says the turn does not exist (and a save does not create it)
+    with pytest.raises(TurnNotFoundError):
+        kit.store.load(ghost.id)
+    with pytest.raises(TurnNotFoundError):
+        kit.store.save(ghost, expected_version=1)
+    with pytest.raises(TurnNotFoundError):
+        kit.store.request_cancel(ghost.id)
+    with pytest.raises(TurnNotFoundError):
+        kit.store.load(ghost.id)
+
+
+def test_a_save_at_a_stale_version_reports_the_actual_version(kit: Kit) -> None:
+    # GIVEN a turn at version 3
+    created = kit.store.create(new_turn())
+    v2 = kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1)
+    kit.store.save(advanced(v2, TurnStatus.RUNNING), expected_version=2)
+
+    # WHEN a writer still holding version 2 saves
+    with pytest.raises(VersionConflictError) as conflict:
+        kit.store.save(advanced(v2, TurnStatus.COMPLETED), expected_version=2)
+
+    # THEN the conflict names what it expected and what is stored, and nothing changed
+    assert (conflict.value.expected_version, conflict.value.actual_version) == (2, 3)
+    assert not isinstance(conflict.value, LeaseLostError)
+    stored = kit.store.load(created.id)
+    assert (stored.version, stored.status) == (3, TurnStatus.RUNNING)
+
+
+def test_concurrent_saves_at_one_version_let_exactly_one_win(kit: Kit) -> None:
+    kit.require_atomic_conditional_writes()
+    # GIVEN a turn at version 1
+    created = kit.store.create(new_turn())
+
+    # WHEN 8 writers save different successors of version 1 at the same moment
+    def save(index: int) -> Turn | VersionConflictError:
+        try:
+            return kit.store.save(advanced(created, TurnStatus.RUNNING, f"writer-{index}"), expected_version=1)
+        except VersionConflictError as exc:
+            return exc
+
+    outcomes = race(THREADS, save)
+
+    # THEN exactly one is stored (version 2); every other writer learns that version 2 exists
+    winners = [o for o in outcomes if isinstance(o, Turn)]
+    losers = [o for o in outcomes if isinstance(o, VersionConflictError)]
+    assert len(winners) == 1
+    assert [loser.actual_version for loser in losers] == [2] * (THREADS - 1)
+    assert kit.store.load(created.id) == winners[0]
+
+
+def test_a_newer_schema_version_is_refused_on_load(kit: Kit) -> None:
+    # GIVEN a snapshot of a newer schema, as code from the future writes it
+    future = new_turn().model_copy(update={"schema_version": SCHEMA_VERSION + 1})
+
+    # WHEN this code stores it (and reads it back, as create does) and loads it
+    # THEN it refuses both times, rather than misreading a shape it does not know
+    with pytest.raises(ValueError, match="schemaVersion"):
+        kit.store.create(future)
+    with pytest.raises(ValueError, match="schemaVersion"):
+        kit.store.load(future.id)
+
+
+# --------------------------------------------------------------------------------------------- leases
+
+
+def test_eight_concurrent_claims_grant_exactly_one_lease(kit: Kit) -> None:
+    kit.require_atomic_conditional_writes()
+    # GIVEN a runnable turn nobody holds
+    created = kit.store.create(new_turn())
+
+    # WHEN 8 workers claim it at the same moment
+    leases = race(THREADS, lambda i: kit.store.claim(created.id, f"worker-{i}", LEASE))
+
+    # THEN exactly one gets a lease, and it is the one the store fences with
+    granted = [lease for lease in leases if lease is not None]
+    assert len(granted) == 1
+    lease = granted[0]
+    assert lease.turn_id == created.id
+    saved = kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id)
+    assert saved.version == 2
+
+
+def test_claim_refuses_blocked_terminal_missing_and_leased_turns(kit: Kit) -> None:
+    # GIVEN a blocked turn, a completed turn, a leased turn and an id with no turn
+    blocked = kit.store.create(new_turn())
+    kit.store.save(advanced(blocked, TurnStatus.WAITING_FOR_USER), expected_version=1)
+    done = kit.store.create(new_turn())
+    kit.store.save(advanced(done, TurnStatus.COMPLETED), expected_version=1)
+    leased = kit.store.create(new_turn())
+    assert kit.store.claim(leased.id, "owner", LEASE) is not None
+
+    # WHEN a worker claims each
+    # THEN none is granted
+    assert kit.store.claim(blocked.id, "worker", LEASE) is None
+    assert kit.store.claim(done.id, "worker", LEASE) is None
+    assert kit.store.claim(leased.id, "worker", LEASE) is None
+    assert kit.store.claim(new_turn().id, "worker", LEASE) is None
+    with pytest.raises(TurnNotFoundError):
+        kit.store.load(new_turn().id)  # the refused claim on a missing id created nothing either
+
+
+def test_an_expired_lease_is_reclaimed_and_its_old_holder_is_fenced_off(kit: Kit) -> None:
+    # GIVEN worker A's lease on a turn, expired (the clock moved past it)
+    created = kit.store.create(new_turn())
+    first = kit.store.claim(created.id, "worker-a", LEASE)
+    assert first is not None
+    kit.clock.advance(LEASE + 1)
+
+    # WHEN worker B claims the turn
+    second = kit.store.claim(created.id, "worker-b", LEASE)
+
+    # THEN B holds it; A can neither save, renew nor release under its old lease; B can save
+    assert second is not None
+    assert second.lease_id != first.lease_id
+    with pytest.raises(LeaseLostError):
+        kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=first.lease_id)
+    with pytest.raises(LeaseLostError):
+        kit.store.renew(first, LEASE)
+    assert kit.store.release(first) is False
+    saved = kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=second.lease_id)
+    assert saved.version == 2
+
+
+def test_a_stale_lease_id_is_rejected_even_for_the_same_worker(kit: Kit) -> None:
+    # GIVEN a worker whose lease expired and who then claimed the same turn again
+    created = kit.store.create(new_turn())
+    old = kit.store.claim(created.id, "worker-1", LEASE)
+    assert old is not None
+    kit.clock.advance(LEASE + 1)
+    new = kit.store.claim(created.id, "worker-1", LEASE)
+    assert new is not None
+
+    # WHEN it saves with the first lease's id (a stale thread of the same worker)
+    with pytest.raises(LeaseLostError) as lost:
+        kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=old.lease_id)
+
+    # THEN the store fences on the lease id, not the worker id; nothing changed
+    assert lost.value.lease_id == old.lease_id
+    assert kit.store.load(created.id).version == 1
+
+
+def test_an_expired_lease_nobody_took_over_still_saves(kit: Kit) -> None:
+    # GIVEN a lease that expired while its holder was slow, but nobody claimed the turn since
+    created = kit.store.create(new_turn())
+    lease = kit.store.claim(created.id, "slow-worker", LEASE)
+    assert lease is not None
+    kit.clock.advance(LEASE * 3)
+
+    # WHEN the holder saves under it
+    saved = kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id)
+
+    # THEN the save is accepted: only a takeover fences a holder
+    assert saved.version == 2
+
+
+def test_a_save_without_a_lease_is_refused_while_a_live_lease_exists(kit: Kit) -> None:
+    # GIVEN a turn a worker holds a live lease on
+    created = kit.store.create(new_turn())
+    lease = kit.store.claim(created.id, "worker", LEASE)
+    assert lease is not None
+
+    # WHEN another writer saves it without a lease, at the right version
+    with pytest.raises(VersionConflictError) as conflict:
+        kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1)
+
+    # THEN it is a conflict (the turn is running elsewhere), not a lease loss, and nothing changed
+    assert not isinstance(conflict.value, LeaseLostError)
+    assert kit.store.load(created.id).version == 1
+
+    # AND once the lease has expired the same save goes through
+    kit.clock.advance(LEASE + 1)
+    assert kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1).version == 2
+
+
+@pytest.mark.parametrize(
+    "status",
+    [TurnStatus.WAITING_FOR_USER, TurnStatus.WAITING_FOR_APPROVAL, TurnStatus.COMPLETED, TurnStatus.FAILED],
+)
+def test_a_blocked_or_terminal_save_ends_the_lease(kit: Kit, status: TurnStatus) -> None:
+    # GIVEN a worker's live lease on a running turn
+    created = kit.store.create(new_turn())
+    lease = kit.store.claim(created.id, "worker", LEASE)
+    assert lease is not None
+
+    # WHEN the worker saves the turn as blocked or finished
+    saved = kit.store.save(advanced(created, status), expected_version=1, lease_id=lease.lease_id)
+
+    # THEN the lease ended with that write: it cannot be renewed or released, and a lease-less writer
+    # (a submit) can save right away without waiting for it to expire
+    assert saved.status is status
+    with pytest.raises(LeaseLostError):
+        kit.store.renew(lease, LEASE)
+    assert kit.store.release(lease) is False
+    resumed = kit.store.save(advanced(saved, TurnStatus.RUNNING), expected_version=saved.version)
+    assert resumed.version == saved.version + 1
+
+
+def test_a_runnable_save_keeps_the_lease(kit: Kit) -> None:
+    # GIVEN a worker's lease
+    created = kit.store.create(new_turn())
+    lease = kit.store.claim(created.id, "worker", LEASE)
+    assert lease is not None
+
+    # WHEN it saves an intermediate RUNNING step
+    kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id)
+
+    # THEN it still holds the lease: others cannot claim, and it can renew and release
+    assert kit.store.claim(created.id, "other", LEASE) is None
+    renewed = kit.store.renew(lease, LEASE)
+    assert renewed.lease_id == lease.lease_id
+    assert kit.store.release(renewed) is True
+
+
+def test_renew_extends_a_lease_past_its_first_expiry(kit: Kit) -> None:
+    # GIVEN a lease renewed half-way through
+    created = kit.store.create(new_turn())
+    lease = kit.store.claim(created.id, "worker", LEASE)
+    assert lease is not None
+    kit.clock.advance(LEASE / 2)
+    renewed = kit.store.renew(lease, LEASE)
+
+    # WHEN the clock passes the first expiry, but not the renewed one
+    kit.clock.advance(LEASE / 2 + 1)
+
+    # THEN the renewed lease is live (no one else can claim), and it expires later as renewed
+    assert renewed.expires_at > lease.expires_at
+    assert kit.store.claim(created.id, "other", LEASE) is None
+    kit.clock.advance(LEASE)
+    assert kit.store.claim(created.id, "other", LEASE) is not None
+
+
+def test_release_frees_the_turn_for_the_next_claim(kit: Kit) -> None:
+    # GIVEN a lease
+    created = kit.store.create(new_turn())
+    lease = kit.store.claim(created.id, "worker", LEASE)
+    assert lease is not None
+
+    # WHEN it is released (once, then a second time)
+    first, second = kit.store.release(lease), kit.store.release(lease)
+
+    # THEN the first release frees the turn, the second finds nothing of ours, and another worker claims
+    assert (first, second) == (True, False)
+    assert isinstance(kit.store.claim(created.id, "next", LEASE), Lease)
+
+
+# ----------------------------------------------------------------------------------------------- cancel
+
+
+def test_the_cancel_flag_is_monotonic_no_stale_save_clears_it(kit: Kit) -> None:
+    # GIVEN a turn loaded by a writer, and then a cancel requested
+    created = kit.store.create(new_turn())
+    loaded_before_cancel = kit.store.load(created.id)
+    assert loaded_before_cancel.cancel_requested is False
+    kit.store.request_cancel(created.id)
+
+    # WHEN the writer saves the turn it loaded before (its cancel flag is down), at the right version
+    saved = kit.store.save(advanced(loaded_before_cancel, TurnStatus.RUNNING), expected_version=1)
+
+    # THEN the save returns the stored flag, up; loads say so too, and later saves keep it up
+    assert saved.cancel_requested is True
+    assert kit.store.load(created.id).cancel_requested is True
+    later = kit.store.save(
+        advanced(saved, TurnStatus.RUNNING).model_copy(update={"cancel_requested": False}), expected_version=2
+    )
+    assert later.cancel_requested is True
+    assert kit.store.load(created.id).cancel_requested is True
+
+
+def test_saving_a_turn_that_carries_the_cancel_flag_sets_it(kit: Kit) -> None:
+    # GIVEN a stored turn without a cancel request
+    created = kit.store.create(new_turn())
+
+    # WHEN a save carries cancel_requested=True
+    saved = kit.store.save(
+        advanced(created, TurnStatus.RUNNING).model_copy(update={"cancel_requested": True}), expected_version=1
+    )
+
+    # THEN the flag is stored
+    assert saved.cancel_requested is True
+    assert kit.store.load(created.id).cancel_requested is True
+
+
+def test_request_cancel_does_not_change_the_version_or_the_lease(kit: Kit) -> None:
+    # GIVEN a leased turn
+    created = kit.store.create(new_turn())
+    lease = kit.store.claim(created.id, "worker", LEASE)
+    assert lease is not None
+
+    # WHEN a cancel is requested (twice: it is idempotent)
+    kit.store.request_cancel(created.id)
+    kit.store.request_cancel(created.id)
+
+    # THEN the holder's next save still fits (same version, same lease) and reports the flag
+    saved = kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id)
+    assert (saved.version, saved.cancel_requested) == (2, True)
+
+
+# -------------------------------------------------------------------------------------------- sweeping
+
+
+def test_find_runnable_finds_idle_unheld_runnable_turns_only(kit: Kit) -> None:
+    # GIVEN, all written now:
+    never_enqueued = kit.store.create(new_turn())  # READY, never claimed
+    expired = kit.store.create(new_turn())  # claimed by a worker that died
+    assert kit.store.claim(expired.id, "dead-worker", LEASE) is not None
+    held = kit.store.create(new_turn())  # leased by a live worker (claimed below, after time passes)
+    blocked = kit.store.create(new_turn())
+    kit.store.save(advanced(blocked, TurnStatus.WAITING_FOR_USER), expected_version=1)
+    finished = kit.store.create(new_turn())
+    kit.store.save(advanced(finished, TurnStatus.COMPLETED), expected_version=1)
+    running = kit.store.create(new_turn())
+    running_v2 = kit.store.save(advanced(running, TurnStatus.RUNNING), expected_version=1)
+    # ... then 5 minutes pass; the live worker claims its turn; one more turn is written just now
+    kit.clock.advance(300)
+    assert kit.store.claim(held.id, "live-worker", LEASE) is not None
+    fresh = kit.store.create(new_turn())
+
+    # WHEN the sweeper looks for turns idle for at least a minute
+    expected = {never_enqueued.id, expired.id, running.id}
+    found = wait_for_runnable(kit, lambda f: {r.turn_id for r in f} >= expected, idle_seconds=60)
+
+    # THEN it finds the never-enqueued, the expired-lease and the idle RUNNING turn, with their versions —
+    # not the live-leased, blocked, finished or freshly written ones
+    assert {r.turn_id for r in found} == expected
+    assert {r.turn_id: r.version for r in found}[running.id] == running_v2.version
+    assert fresh.id not in {r.turn_id for r in found}
+
+
+def test_find_runnable_returns_the_oldest_first_up_to_the_limit(kit: Kit) -> None:
+    # GIVEN 5 READY turns written a minute apart
+    created = []
+    for _ in range(5):
+        created.append(kit.store.create(new_turn()).id)
+        kit.clock.advance(60)
+
+    # WHEN the sweeper asks for 3
+    everything = wait_for_runnable(kit, lambda f: len(f) == 5, idle_seconds=0)
+    found = kit.store.find_runnable(idle_seconds=0, limit=3)
+
+    # THEN it gets the 3 oldest, oldest first
+    assert [r.turn_id for r in everything] == created
+    assert [r.turn_id for r in found] == created[:3]
+    assert kit.store.find_runnable(idle_seconds=0, limit=0) == []
+
+
+def test_a_turn_leaves_the_sweep_when_blocked_and_returns_when_resumed(kit: Kit) -> None:
+    # GIVEN a turn that blocked for a person
+    created = kit.store.create(new_turn())
+    blocked = kit.store.save(advanced(created, TurnStatus.WAITING_FOR_USER), expected_version=1)
+    kit.clock.advance(120)
+    assert wait_for_runnable(kit, lambda f: not f, idle_seconds=60) == []
+
+    # WHEN it is resumed (saved RUNNING without a lease, as submit does) and left idle
+    kit.store.save(advanced(blocked, TurnStatus.RUNNING), expected_version=2)
+    kit.clock.advance(120)
+
+    # THEN the sweeper finds it again
+    found = wait_for_runnable(kit, lambda f: len(f) == 1, idle_seconds=60)
+    assert [(r.turn_id, r.version) for r in found] == [(created.id, 3)]
+
+
+# ---------------------------------------------------------------------------------------------- delete
+
+
+def test_delete_is_conditional_on_the_version(kit: Kit) -> None:
+    # GIVEN a turn at version 2
+    created = kit.store.create(new_turn())
+    kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1)
+
+    # WHEN it is deleted at version 1
+    with pytest.raises(VersionConflictError) as conflict:
+        kit.store.delete(created.id, expected_version=1)
+
+    # THEN it is refused naming version 2, and the turn is still there
+    assert conflict.value.actual_version == 2
+    assert kit.store.load(created.id).version == 2
+
+    # AND at version 2 it is deleted; deleting it again is a no-op
+    kit.store.delete(created.id, expected_version=2)
+    with pytest.raises(TurnNotFoundError):
+        kit.store.load(created.id)
+    kit.store.delete(created.id, expected_version=2)
+
+
+def test_user_messages_survive_as_their_own_type(kit: Kit) -> None:
+    # GIVEN a turn whose messages are of several kinds
+    turn = new_turn(text="hi")
+    turn.messages.append(stamp(turn, AiMessage(content="hello")))
+    turn.messages.append(stamp(turn, UserMessage(content="again")))
+
+    # WHEN it is stored and loaded
+    kit.store.create(turn)
+    loaded = kit.store.load(turn.id)
+
+    # THEN each message comes back as its own model, with its timeline identity
+    assert [type(m).__name__ for m in loaded.messages] == ["UserMessage", "AiMessage", "UserMessage"]
+    assert [m.message_id for m in loaded.messages] == [m.message_id for m in turn.messages]
+
+
+# ------------------------------------------------------------------------------------------ overdue waits
+
+
+def waiting_until(turn: Turn, deadline: float | None) -> Turn:
+    """``turn`` blocked on a form whose answer is due by ``deadline`` (epoch seconds; None: no deadline)."""
+    blocked = advanced(turn, TurnStatus.WAITING_FOR_USER)
+    blocked.suspension = Suspension(
+        type=SuspensionType.USER_INPUT,
+        correlation_id="call-1",
+        metadata={"formKey": "support_ticket_details", "schema": {"type": "object"}},
+        expires_at=deadline,
+    )
+    return blocked
+
+
+def wait_for_overdue(kit: Kit, predicate: Callable[[list[RunnableTurn]], bool], limit: int = 100) -> list[RunnableTurn]:
+    deadline = time.monotonic() + 10
+    while True:
+        found = kit.store.find_overdue(limit=limit)
+        if predicate(found) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def test_find_overdue_finds_blocked_turns_past_their_deadline_earliest_first(kit: Kit) -> None:
+    # GIVEN turns waiting for a person with deadlines 10, 20 and 1,000 s from now, one waiting forever,
+    # and a runnable one
+    now = kit.clock()
+    due_second = kit.store.create(new_turn())
+    kit.store.save(waiting_until(due_second, now + 20), expected_version=1)
+    due_first = kit.store.create(new_turn())
+    kit.store.save(waiting_until(due_first, now + 10), expected_version=1)
+    later = kit.store.create(new_turn())
+    kit.store.save(waiting_until(later, now + 1000), expected_version=1)
+    forever = kit.store.create(new_turn())
+    kit.store.save(waiting_until(forever, None), expected_version=1)
+    kit.store.create(new_turn())
+
+    # WHEN the sweeper asks for overdue waits 30 s later
+    kit.clock.advance(30)
+    found = wait_for_overdue(kit, lambda f: len(f) >= 2)
+
+    # THEN it gets the two past their deadline, earliest deadline first, with their versions; a limit
+    # takes the earliest
+    assert [(r.turn_id, r.version) for r in found] == [(due_first.id, 2), (due_second.id, 2)]
+    assert [r.turn_id for r in kit.store.find_overdue(limit=1)] == [due_first.id]
+    assert kit.store.find_overdue(limit=0) == []
+
+
+def test_an_answered_wait_is_no_longer_overdue(kit: Kit) -> None:
+    # GIVEN a turn whose wait is overdue
+    now = kit.clock()
+    created = kit.store.create(new_turn())
+    blocked = kit.store.save(waiting_until(created, now + 5), expected_version=1)
+    kit.clock.advance(10)
+    assert [r.turn_id for r in wait_for_overdue(kit, lambda f: len(f) == 1)] == [created.id]
+
+    # WHEN it is answered (saved RUNNING, its suspension cleared)
+    resumed = advanced(blocked, TurnStatus.RUNNING)
+    resumed.suspension = None
+    kit.store.save(resumed, expected_version=2)
+
+    # THEN the sweeper no longer sees it
+    assert wait_for_overdue(kit, lambda f: not f) == []

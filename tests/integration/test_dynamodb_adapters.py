@@ -1,0 +1,293 @@
+"""What the contract suite cannot see: how many requests each operation costs, the item layout (sparse index
+attributes, compression, TTL, S3 pointers), and how AWS failures surface."""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from agentturn import AiMessage, Turn, TurnStatus, UserMessage, VersionConflictError
+from agentturn.aws._support import BodyTooLargeError
+from agentturn.aws.chat_memory import DynamoDBChatMemory, TimelineWriteError
+from agentturn.aws.turn_store import DynamoDBTurnStore
+from agentturn.messages import FormMessage
+from agentturn.projection import stamp
+from agentturn.state import Suspension, SuspensionType
+from tests.contract.aws_adapters import AwsSession, aws_session, new_conversation_id
+from tests.contract.conftest import new_turn
+from tests.contract.test_large_snapshot import incompressible
+from tests.contract.test_turn_store import advanced
+from tests.support.clock import FakeClock
+from tests.support.emulators import Emulator
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def session(dynamodb_local: Emulator, moto_server: Emulator) -> AwsSession:
+    return aws_session(dynamodb_local, moto_server)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(session: AwsSession, clock: FakeClock) -> DynamoDBTurnStore:
+    return session.turn_store(session.fresh_turns_table(), clock)
+
+
+@contextmanager
+def requests(client: Any) -> Iterator[Counter[str]]:
+    """Counts the DynamoDB API calls made through ``client`` inside the block, by operation."""
+    counts: Counter[str] = Counter()
+
+    def count(model: Any, **_: Any) -> None:
+        counts[model.name] += 1
+
+    client.meta.events.register("before-call.dynamodb.*", count)
+    try:
+        yield counts
+    finally:
+        client.meta.events.unregister("before-call.dynamodb.*", count)
+
+
+def raw_item(store: DynamoDBTurnStore, turn_id: str) -> dict[str, Any]:
+    return store.client.get_item(TableName=store.table_name, Key={"turnId": {"S": turn_id}}, ConsistentRead=True)[
+        "Item"
+    ]
+
+
+# ------------------------------------------------------------------------------------- requests per op
+
+
+def test_each_turn_store_operation_is_one_request(store: DynamoDBTurnStore) -> None:
+    # GIVEN a turn store on DynamoDB Local
+    client = store.client
+
+    # WHEN each operation runs once (conflicts included)
+    with requests(client) as counts:
+        created = store.create(new_turn())
+    assert counts == {"PutItem": 1}
+    with requests(client) as counts:
+        store.load(created.id)
+    assert counts == {"GetItem": 1}
+    with requests(client) as counts:
+        lease = store.claim(created.id, "worker", 60)
+    assert lease is not None and counts == {"UpdateItem": 1}
+    with requests(client) as counts:
+        saved = store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id)
+    assert counts == {"UpdateItem": 1}
+    with requests(client) as counts, pytest.raises(VersionConflictError) as conflict:
+        store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id)
+    # THEN a conflict costs no extra read: the failed write itself reports the stored version
+    assert counts == {"UpdateItem": 1} and conflict.value.actual_version == 2
+    with requests(client) as counts:
+        assert store.claim(created.id, "other", 60) is None
+    assert counts == {"UpdateItem": 1}
+    with requests(client) as counts:
+        lease = store.renew(lease, 60)
+        store.request_cancel(created.id)
+        store.release(lease)
+    assert counts == {"UpdateItem": 3}
+    with requests(client) as counts:
+        store.find_runnable(idle_seconds=0)
+    assert counts == {"Query": store.runnable_shards}
+    # AND the one save that costs two is the one that finds a cancel requested after its turn was loaded
+    with requests(client) as counts:
+        cancelled = store.save(advanced(saved, TurnStatus.RUNNING), expected_version=2)
+    assert counts == {"UpdateItem": 2} and cancelled.cancel_requested is True
+
+
+def test_each_chat_memory_operation_is_one_request(session: AwsSession) -> None:
+    # GIVEN a conversation on DynamoDB Local
+    memory = session.chat_memory()(new_conversation_id())
+    client = session.dynamodb
+    turn = new_turn()
+    ai = stamp(turn, AiMessage(content="x"))
+    turn.messages.append(ai)
+    turn.messages.append(stamp(turn, UserMessage(content="y")))
+    card = FormMessage(
+        message_id=f"{turn.id}:input:c1",
+        turn_id=turn.id,
+        sort_key=ai.sort_key + ".00",
+        action_id="c1",
+        form_key="f",
+        schema_={},
+    )
+
+    # WHEN each operation runs once
+    # THEN each is one request: appends (a batch of model messages is one BatchWriteItem), the card's
+    # compare-and-set (won or lost), reads of the latest N, and the active-turn head
+    with requests(client) as counts:
+        memory.append_all(turn.messages)
+    assert counts == {"BatchWriteItem": 1}
+    with requests(client) as counts:
+        assert memory.append(card) is True
+        assert memory.append(card) is False
+    assert counts == {"PutItem": 2}
+    with requests(client) as counts:
+        assert memory.update_message(card.model_copy(update={"version": 2}), expected_version=1) is True
+        assert memory.update_message(card.model_copy(update={"version": 2}), expected_version=1) is False
+    assert counts == {"PutItem": 2}
+    with requests(client) as counts:
+        assert [m.type for m in memory.get_messages(limit=3)] == ["ai", "agent_form", "user"]
+        assert memory.get_model_messages(limit=2) == turn.messages[1:]
+    assert counts == {"Query": 2}
+    with requests(client) as counts:
+        assert memory.set_active_turn(turn.id, expected=None) is True
+        assert memory.get_active_turn() == turn.id
+    assert counts == {"UpdateItem": 1, "GetItem": 1}
+
+
+# ------------------------------------------------------------------------------------------ item layout
+
+
+def test_the_item_carries_sparse_index_attributes_only_while_they_apply(
+    store: DynamoDBTurnStore, clock: FakeClock
+) -> None:
+    # GIVEN a READY turn, leased
+    created = store.create(new_turn())
+    lease = store.claim(created.id, "worker", 60)
+    assert lease is not None
+    ready = raw_item(store, created.id)
+
+    # WHEN it blocks on a form due in 300 s, then completes with a retention
+    blocked = advanced(created, TurnStatus.WAITING_FOR_USER)
+    blocked.suspension = Suspension(type=SuspensionType.USER_INPUT, correlation_id="c1", expires_at=clock() + 300)
+    saved = store.save(blocked, expected_version=1, lease_id=lease.lease_id)
+    waiting = raw_item(store, created.id)
+    done = advanced(saved, TurnStatus.COMPLETED)
+    done.suspension = None
+    done.retain_until = clock() + 86400.25
+    store.save(done, expected_version=2)
+    finished = raw_item(store, created.id)
+
+    # THEN the runnable index attribute and the lease exist only while runnable and leased; the overdue
+    # attributes only while waiting with a deadline; the TTL only once terminal, rounded up
+    assert "runnableShard" in ready and ready["leaseId"]["S"] == lease.lease_id
+    assert "runnableShard" not in waiting and "leaseId" not in waiting and "leaseExpiresAt" not in waiting
+    assert float(waiting["waitExpiresAt"]["N"]) == pytest.approx(blocked.suspension.expires_at)
+    assert "overdueShard" in waiting and "expiresAt" not in waiting
+    assert "overdueShard" not in finished and "waitExpiresAt" not in finished
+    assert finished["expiresAt"]["N"] == str(math.ceil(done.retain_until))
+    assert (finished["status"]["S"], finished["version"]["N"]) == ("COMPLETED", "3")
+
+
+def test_small_bodies_are_text_and_larger_ones_zlib(session: AwsSession, clock: FakeClock) -> None:
+    # GIVEN a store that compresses from 1 KB
+    store = session.turn_store(session.fresh_turns_table(), clock, compress_threshold=1024)
+    small = new_turn(text="hi")
+    large = new_turn(text="ticket " * 2000)
+
+    # WHEN both are created
+    store.create(small)
+    store.create(large)
+
+    # THEN the small body is JSON text, the large one zlib that inflates to the same JSON
+    assert json.loads(raw_item(store, small.id)["body"]["S"])["id"] == small.id
+    compressed = raw_item(store, large.id)["body"]["B"]
+    assert len(compressed) < 2000
+    assert Turn.model_validate_json(zlib.decompress(compressed)).messages == large.messages
+
+
+def test_a_fenced_off_writer_never_clobbers_the_current_s3_body(session: AwsSession, clock: FakeClock) -> None:
+    # GIVEN a large turn (its body in S3) and two writers holding version 1
+    store = session.turn_store(session.fresh_turns_table(), clock, inline_limit=1024)
+    turn = new_turn(text=incompressible(8000))
+    created = store.create(turn)
+    winner = store.save(advanced(created, TurnStatus.RUNNING, "winner " + incompressible(4000)), expected_version=1)
+
+    # WHEN the second writer saves its own version 2
+    with pytest.raises(VersionConflictError):
+        store.save(advanced(created, TurnStatus.RUNNING, "loser " + incompressible(4000)), expected_version=1)
+
+    # THEN the stored turn is the winner's, readable, and only its object is left in the bucket
+    assert store.load(turn.id) == winner
+    listing = session.s3.list_objects_v2(Bucket=session.bucket, Prefix=f"turns/{turn.id}/")
+    assert [o["Key"] for o in listing.get("Contents", [])] == [raw_item(store, turn.id)["bodyRef"]["S"]]
+
+
+def test_without_a_bucket_a_body_beyond_the_item_limit_is_refused_clearly(
+    session: AwsSession, clock: FakeClock
+) -> None:
+    # GIVEN a store without a snapshot bucket
+    store = DynamoDBTurnStore(session.fresh_turns_table(), client=session.dynamodb, clock=clock)
+
+    # WHEN a 1 MB incompressible turn is created
+    # THEN it is refused before anything is written, saying what to configure
+    with pytest.raises(BodyTooLargeError, match="bucket"):
+        store.create(new_turn(text=incompressible(1_000_000)))
+
+
+def test_other_aws_errors_are_not_disguised(session: AwsSession, clock: FakeClock) -> None:
+    # GIVEN a store pointed at a table that does not exist
+    store = DynamoDBTurnStore("no-such-table", client=session.dynamodb, clock=clock)
+
+    # WHEN it is used
+    # THEN the AWS error comes through as it is (not as a version conflict or "not found")
+    with pytest.raises(ClientError) as failure:
+        store.load("turn-1")
+    assert failure.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+# ------------------------------------------------------------------------------------------- batching
+
+
+class _Throttling:
+    """Delegates to a real client, but BatchWriteItem leaves its last item unprocessed ``times`` times."""
+
+    def __init__(self, client: Any, times: int) -> None:
+        self._client = client
+        self.times = times
+        self.calls = 0
+
+    def batch_write_item(self, RequestItems: dict[str, list[Any]]) -> dict[str, Any]:
+        self.calls += 1
+        ((table, requests_),) = RequestItems.items()
+        if self.times > 0:
+            self.times -= 1
+            if len(requests_) > 1:
+                self._client.batch_write_item(RequestItems={table: requests_[:-1]})
+            return {"UnprocessedItems": {table: requests_[-1:]}}
+        response: dict[str, Any] = self._client.batch_write_item(RequestItems=RequestItems)
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def test_unprocessed_batch_items_are_retried_then_reported(
+    session: AwsSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN DynamoDB throttling part of a batch twice (backoff sleeps skipped)
+    monkeypatch.setattr("agentturn.aws.chat_memory.time.sleep", lambda _: None)
+    throttling = _Throttling(session.dynamodb, times=2)
+    conversation = DynamoDBChatMemory(session.names.conversations_table, client=throttling)(new_conversation_id())
+    turn = new_turn()
+    for i in range(3):
+        turn.messages.append(stamp(turn, UserMessage(content=str(i))))
+    messages = list(turn.messages)
+
+    # WHEN a batch is appended
+    conversation.append_all(messages)
+
+    # THEN the unprocessed items were retried until written
+    assert conversation.get_messages() == messages
+    assert throttling.calls == 3
+
+    # AND when throttling does not stop, the append fails with a clear error after bounded retries
+    stubborn = _Throttling(session.dynamodb, times=1000)
+    stuck = DynamoDBChatMemory(session.names.conversations_table, client=stubborn)(new_conversation_id())
+    with pytest.raises(TimelineWriteError, match="unprocessed"):
+        stuck.append_all(messages)
+    assert stubborn.calls == 8
