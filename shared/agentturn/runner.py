@@ -138,7 +138,7 @@ class Runner:
     def run(self, agent: Agent, conversation_id: str, input: str, *, metadata: Mapping[str, Any] | None = None) -> Turn:
         """Create a turn and run it in this thread until it is blocked or terminal."""
         turn = self.start(agent, conversation_id, input, metadata=metadata)
-        return self.run_turn(turn.id, turn=turn)
+        return self._continue(turn.id, lease=None, should_yield=None, turn=turn, created_here=True)
 
     def run_turn(
         self,
@@ -154,11 +154,22 @@ class Runner:
         A turn that is not runnable, or whose lease another holder has, is returned as stored. ``turn`` is
         the caller's fresh copy, to save a read (a stale one only costs a refused write, never a wrong one).
         """
+        return self._continue(turn_id, lease=lease, should_yield=should_yield, turn=turn, created_here=False)
+
+    def _continue(
+        self,
+        turn_id: str,
+        *,
+        lease: Lease | None,
+        should_yield: YieldProbe | None,
+        turn: Turn | None,
+        created_here: bool,
+    ) -> Turn:
         if lease is None:
             lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
             if lease is None:
                 return self.store.load(turn_id)
-        created_here = turn is not None and turn.version == 1 and turn.status is TurnStatus.READY
+            turn = turn or lease.turn
         try:
             current = turn if turn is not None and turn.id == turn_id else self.store.load(turn_id)
             if not current.status.is_runnable:
@@ -293,9 +304,6 @@ class Runner:
         if not conversation_id:
             raise ValueError("conversation_id must be non-empty")
         memory = self._memory(conversation_id)
-        previous = memory.get_active_turn() if memory is not None else None
-        if memory is not None and previous is not None:
-            self._release_previous(memory, previous)
         now = self.clock()
         turn = Turn(
             id=uuid.uuid4().hex,
@@ -310,10 +318,8 @@ class Runner:
         turn.messages.append(stamp(turn, UserMessage(content=input)))
         self._reserve_sequences(turn)
         turn = self.store.create(turn)
-        if memory is not None and not memory.set_active_turn(turn.id, expected=previous):
-            # Lost the race for the conversation: leave no trace of this turn.
-            self.store.delete(turn.id, expected_version=turn.version)
-            raise ConversationBusyError(conversation_id, memory.get_active_turn())
+        if memory is not None:
+            self._take_conversation(memory, turn)
         self._emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version)
         self._emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
         self._project(turn)
@@ -328,15 +334,35 @@ class Runner:
         active = memory.get_active_turn()
         return active == run.turn.id or (active is None and memory.set_active_turn(run.turn.id, expected=None))
 
-    def _release_previous(self, memory: ChatMemory, previous_id: str) -> None:
-        """A new turn may start only once the previous one is terminal (then its timeline is made whole)."""
+    def _take_conversation(self, memory: ChatMemory, turn: Turn) -> None:
+        """Make ``turn`` the conversation's active turn, or remove it and raise ConversationBusyError.
+
+        Optimistic: a free conversation (the common case: the previous turn ended and let go) costs one
+        conditional write. The turn exists before it takes the conversation, so whoever finds it named
+        there can load it; one that crashes in between is refused by the worker (``_holds_conversation``).
+        """
+        if memory.set_active_turn(turn.id, expected=None):
+            return
+        previous = memory.get_active_turn()
+        if previous is None:
+            taken = memory.set_active_turn(turn.id, expected=None)
+        else:
+            taken = self._previous_finished(memory, previous) and memory.set_active_turn(turn.id, expected=previous)
+        if not taken:
+            # Lost the conversation: leave no trace of this turn.
+            self.store.delete(turn.id, expected_version=turn.version)
+            raise ConversationBusyError(memory.conversation_id, previous)
+
+    def _previous_finished(self, memory: ChatMemory, previous_id: str) -> bool:
+        """Whether the turn named in the conversation has ended (then its timeline is made whole first)."""
         try:
             previous = self.store.load(previous_id)
         except TurnNotFoundError:
-            return
+            return True
         if not previous.status.is_terminal:
-            raise ConversationBusyError(memory.conversation_id, previous_id)
+            return False
         project(previous, memory)
+        return True
 
     # ------------------------------------------------------------------ the loop
 

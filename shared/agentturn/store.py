@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from agentturn._clock import Clock
@@ -15,12 +15,17 @@ from agentturn.state import SCHEMA_VERSION, Turn, TurnStatus
 
 @dataclass(frozen=True)
 class Lease:
-    """The right to advance a turn. ``lease_id`` is unique per claim: it fences stale holders in the store."""
+    """The right to advance a turn. ``lease_id`` is unique per claim: it fences stale holders in the store.
+
+    ``turn`` is the snapshot as the claim found it, when the store could hand it back with the claim (it
+    saves the read that would follow); ``None`` means: load it.
+    """
 
     turn_id: str
     worker_id: str
     lease_id: str
     expires_at: float
+    turn: Turn | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -180,14 +185,14 @@ class InMemoryTurnStore:
             if record is None or not record.status.is_runnable or self._live(record.lease):
                 return None
             record.lease = Lease(turn_id, worker_id, new_lease_id(), self._clock() + lease_seconds)
-            return record.lease
+            return replace(record.lease, turn=self._decode(record))
 
     def renew(self, lease: Lease, lease_seconds: float) -> Lease:
         with self._lock:
             record = self._records.get(lease.turn_id)
             if record is None or record.lease is None or record.lease.lease_id != lease.lease_id:
                 raise LeaseLostError(lease.turn_id, lease.lease_id)
-            record.lease = replace(lease, expires_at=self._clock() + lease_seconds)
+            record.lease = replace(lease, expires_at=self._clock() + lease_seconds, turn=None)
             return record.lease
 
     def release(self, lease: Lease) -> bool:

@@ -49,4 +49,5 @@ class Worker:
                 return WorkResult(WorkOutcome.NOT_FOUND, None)
             outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
             return WorkResult(outcome, current)
-        return WorkResult(WorkOutcome.ADVANCED, self.runner.run_turn(turn_id, lease=lease, should_yield=should_yield))
+        turn = self.runner.run_turn(turn_id, lease=lease, should_yield=should_yield, turn=lease.turn)
+        return WorkResult(WorkOutcome.ADVANCED, turn)

@@ -199,6 +199,23 @@ def test_eight_concurrent_claims_grant_exactly_one_lease(kit: Kit) -> None:
     assert saved.version == 2
 
 
+def test_a_claim_hands_back_the_snapshot_it_claimed(kit: Kit) -> None:
+    # GIVEN a runnable turn saved once
+    created = kit.store.create(new_turn())
+    saved = kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1)
+
+    # WHEN a worker claims it
+    lease = kit.store.claim(created.id, "worker-1", LEASE)
+
+    # THEN the claim carries the stored snapshot, so the worker needs no read before it starts
+    assert lease is not None
+    assert lease.turn is not None
+    assert lease.turn == kit.store.load(created.id)
+    assert lease.turn.version == saved.version == 2
+    # ... and a renewed lease does not pretend to know a newer snapshot
+    assert kit.store.renew(lease, LEASE).turn is None
+
+
 def test_claim_refuses_blocked_terminal_missing_and_leased_turns(kit: Kit) -> None:
     # GIVEN a blocked turn, a completed turn, a leased turn and an id with no turn
     blocked = kit.store.create(new_turn())

@@ -408,7 +408,8 @@ class DynamoDBTurnStore:
         )
         update = "SET #lid = :lid, #lo = :lo, #lx = :lx"
         try:
-            self.client.update_item(
+            # ALL_NEW hands the snapshot back with the claim: the worker needs no read before it starts.
+            response = self.client.update_item(
                 TableName=self.table_name,
                 Key={_TURN_ID: {"S": turn_id}},
                 UpdateExpression=update,
@@ -421,16 +422,22 @@ class DynamoDBTurnStore:
                     ":now": {"N": number(now)},
                     **_RUNNABLE_VALUES,
                 },
+                ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise
             # Not runnable, missing, or leased by someone else: all mean "not yours" (no old item needed).
             return None
-        return lease
+        item = cast("Item", response.get("Attributes", {}))
+        text = self._body_text(item) if item else None
+        if text is None:
+            return lease
+        cancel = bool(item.get(_CANCEL, {}).get("BOOL", False))
+        return replace(lease, turn=self._decode(text, as_int(item.get(_VERSION)), cancel))
 
     def renew(self, lease: Lease, lease_seconds: float) -> Lease:
-        renewed = replace(lease, expires_at=float(number(self.clock() + lease_seconds)))
+        renewed = replace(lease, expires_at=float(number(self.clock() + lease_seconds)), turn=None)
         try:
             self.client.update_item(
                 TableName=self.table_name,
