@@ -1,0 +1,1 @@
+"""The Lambda handlers: one thin module per function (``functions/<name>/app.py``)."""

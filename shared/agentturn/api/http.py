@@ -1,0 +1,149 @@
+"""The HTTP entry point shared by the run and submit Lambdas and the local gateway.
+
+Order of checks, each before anything is read from or written to storage:
+
+1. route (404 unknown path, 405 wrong method) — on the raw path, stage prefix removed;
+2. identity (401) — only from the verified JWT claims in the event, unless the route is public;
+3. body (413 over the cap, 415 not JSON, 400 malformed) — on the raw body, before parsing;
+4. the Powertools resolver: typed parameters and pydantic bodies (422), then the route.
+
+Wiring (boto3 clients, adapters, agents) happens on the first request that needs it, not at import.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentturn.api import problems
+from agentturn.api.body import read_json_body
+from agentturn.api.identity import IdentityResolver, jwt_subject
+from agentturn.api.lambdas import LazyServices
+from agentturn.api.operations import Operations
+from agentturn.api.problems import ProblemError
+from agentturn.api.routes import RouteGroup, match_route
+from agentturn.api.services import Services
+from agentturn.api.telemetry import NullTelemetry, Telemetry
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+_log = logging.getLogger("agentturn.api.http")
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class RemainingTime(Protocol):
+    """The part of the Lambda context the handlers use."""
+
+    def get_remaining_time_in_millis(self) -> int: ...
+
+
+def request_method(event: Mapping[str, Any]) -> str:
+    http = event.get("requestContext", {}).get("http", {})
+    return str(http.get("method", "")).upper()
+
+
+def request_path(event: Mapping[str, Any]) -> str:
+    """``rawPath`` without the stage prefix API Gateway adds for named stages (as Powertools routes it)."""
+    raw = str(event.get("rawPath") or "/")
+    stage = event.get("requestContext", {}).get("stage")
+    if isinstance(stage, str) and stage and stage != "$default" and raw.startswith(f"/{stage}/"):
+        return raw[len(stage) + 1 :]
+    return raw
+
+
+class HttpApi:
+    def __init__(
+        self,
+        groups: Collection[RouteGroup],
+        *,
+        services: Services | Callable[[], Services] | None = None,
+        identity: IdentityResolver = jwt_subject,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.groups = frozenset(groups)
+        self.identity = identity
+        self.telemetry: Telemetry = telemetry or NullTelemetry()
+        self._services = LazyServices()
+        self.use(services)
+        self._resolver: APIGatewayHttpResolver | None = None
+        self._lock = threading.Lock()
+
+    def use(self, services: Services | Callable[[], Services] | None) -> None:
+        """Set the services: an instance, a factory called on first need, or ``None`` (from the environment)."""
+        if isinstance(services, Services):
+            self._services = LazyServices()
+            self._services.use(services)
+        else:
+            self._services = LazyServices(services)
+
+    @property
+    def services(self) -> Services:
+        return self._services.get()
+
+    @property
+    def resolver(self) -> APIGatewayHttpResolver:
+        with self._lock:
+            if self._resolver is None:
+                from agentturn.api.openapi import openapi_document
+                from agentturn.api.resolver import build_resolver
+
+                self._resolver = build_resolver(self.groups, openapi_document=openapi_document)
+            return self._resolver
+
+    def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return self._handle(event, context)
+        except ProblemError as problem:
+            return problem.to_api_gateway()
+
+    def _handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        from agentturn.api.resolver import CONTEXT_KEY, RequestContext
+
+        method, path = request_method(event), request_path(event)
+        matched = match_route(method, path, self.groups)
+        if matched.route is None:
+            if matched.allowed:
+                raise problems.method_not_allowed(method, path, matched.allowed)
+            raise problems.route_not_found(method, path)
+        caller: str | None = None
+        if not matched.route.public:
+            caller = self.identity(event)
+            if caller is None:
+                raise problems.unauthenticated()
+            self.telemetry.bind(userId=caller)
+        if method in _BODY_METHODS:
+            # Parsed here only to be refused early; the resolver parses the accepted text again (same
+            # strict parser), which for at most max_body_bytes costs far less than the request itself.
+            document = read_json_body(event, max_bytes=self.services.settings.max_body_bytes)
+            if document is not None and not isinstance(document, dict):
+                # Every body of this API is an object. Refused here because the resolver would quietly
+                # take the first element of a top-level array as the body (its form-field handling).
+                raise problems.request_validation(
+                    [{"path": "", "in": "body", "message": "the body must be a JSON object"}]
+                )
+        resolver = self.resolver
+        request = RequestContext(
+            caller=caller,
+            operations=lambda: Operations(self.services, self.telemetry),
+            should_yield=self._yield_probe(context),
+            event=event,
+            telemetry=self.telemetry,
+        )
+        # The resolver's per-request context (it clears it after every resolve).
+        resolver.context[CONTEXT_KEY] = request
+        return resolver.resolve(dict(event), context)
+
+    def _yield_probe(self, context: Any) -> Callable[[], bool]:
+        """Stop before a step once the Lambda has less than the margin left (never, without a Lambda context)."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        if not callable(remaining):
+            return lambda: False
+
+        def should_yield() -> bool:
+            return int(remaining()) < self.services.settings.yield_margin_ms
+
+        return should_yield

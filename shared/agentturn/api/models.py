@@ -1,0 +1,175 @@
+"""Request bodies and public views of the HTTP API (camelCase JSON); the OpenAPI document is built from them.
+
+Views expose what a client needs and nothing of the runtime's bookkeeping: no tool states, no accepted
+request fingerprints, no projection marks, no owner ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic.alias_generators import to_camel
+
+from agentturn.messages import TimelineMessage
+from agentturn.state import SuspensionType, TurnPhase, TurnStatus
+
+#: Conversation ids are chosen by clients; no "/" so that "<owner>/<conversation>" stays unambiguous.
+CONVERSATION_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+AGENT_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+MAX_INPUT_CHARS: Final = 32_000
+MAX_METADATA_KEYS: Final = 32
+MAX_REASON_CHARS: Final = 2_000
+#: Metadata keys the runtime sets itself; a client may not.
+RESERVED_METADATA_KEYS: Final = frozenset({"ownerId"})
+
+
+class ApiModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True)
+
+
+# ------------------------------------------------------------------------------------------ requests
+
+
+class StartTurnRequest(ApiModel):
+    input: str = Field(min_length=1, max_length=MAX_INPUT_CHARS, description="What the user says.")
+    agent_id: str | None = Field(
+        default=None, pattern=AGENT_ID_PATTERN, description="The agent to run; the deployment's default if absent."
+    )
+    metadata: dict[str, JsonValue] | None = Field(
+        default=None,
+        max_length=MAX_METADATA_KEYS,
+        description="Caller attributes kept with the turn (channel, locale, ...).",
+    )
+
+    @field_validator("input")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("input must contain more than whitespace")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _no_reserved_keys(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
+        reserved = sorted(RESERVED_METADATA_KEYS.intersection(value or {}))
+        if reserved:
+            raise ValueError(f"metadata keys {reserved!r} are set by the runtime")
+        return value
+
+
+class SubmitFormRequest(ApiModel):
+    data: dict[str, JsonValue] = Field(description="The form's values; validated against the schema on the card.")
+
+
+class DeclineRequest(ApiModel):
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS, description="Shown to the model.")
+
+
+class ApproveRequest(ApiModel):
+    """No fields today; an empty body or ``{}``."""
+
+
+class RejectRequest(ApiModel):
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS, description="Shown to the model.")
+
+
+# ------------------------------------------------------------------------------------------- views
+
+
+class SuspensionView(ApiModel):
+    type: SuspensionType
+    #: The id the answer must name (``/turns/{turnId}/actions/{actionId}/...``).
+    action_id: str
+    #: The same value under the runtime's name for it.
+    correlation_id: str
+    message: str
+    form_key: str | None = None
+    #: The JSON Schema frozen when the turn stopped: render and validate against this one.
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    tool_name: str | None = None
+    input_target: Literal["MODEL", "TOOL"] | None = None
+    #: For approvals: the arguments of the tool call waiting for a decision.
+    arguments: dict[str, Any] | None = None
+    #: ISO-8601 UTC time after which the wait can no longer be answered, when the turn has an input timeout.
+    expires_at: str | None = None
+
+
+class ToolCallView(ApiModel):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class TurnErrorView(ApiModel):
+    type: str
+    message: str
+
+
+class TurnView(ApiModel):
+    turn_id: str
+    conversation_id: str
+    agent_id: str
+    agent_version: str
+    status: TurnStatus
+    phase: TurnPhase
+    suspension: SuspensionView | None
+    pending_tool_calls: list[ToolCallView]
+    final_output: str | None
+    error: TurnErrorView | None
+    iteration_count: int
+    step_count: int
+    tool_call_count: int
+    cancel_requested: bool
+    metadata: dict[str, Any]
+    version: int
+    created_at: str
+    updated_at: str
+
+
+class ActionAccepted(ApiModel):
+    """Built only from what the turn stored when it accepted the request: a retry gets these same bytes."""
+
+    turn_id: str
+    action_id: str | None
+    status: Literal["ACCEPTED"] = "ACCEPTED"
+    #: The turn version that holds the answer; ``GET /turns/{turnId}`` shows progress from there.
+    version: int
+    accepted_at: str
+
+
+class CancelAccepted(ApiModel):
+    turn_id: str
+    status: Literal["CANCEL_REQUESTED"] = "CANCEL_REQUESTED"
+
+
+class MessagesView(ApiModel):
+    conversation_id: str
+    #: The turn holding the conversation, while one has not finished.
+    active_turn_id: str | None
+    #: Oldest first: user, ai and tool messages and the ``agent_form`` / ``agent_approval`` cards, in the
+    #: wire format of DESIGN.md (without the storage sort key).
+    messages: list[TimelineMessage]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, exclude={"messages": {"__all__": {"sort_key"}}})
+
+
+class FieldProblem(ApiModel):
+    path: str = Field(description="JSON Pointer; for form-validation, into the submitted data object.")
+    message: str
+
+
+class Problem(ApiModel):
+    """RFC 9457 problem details."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[FieldProblem] | None = None

@@ -1,0 +1,161 @@
+"""What each route does, free of HTTP: a caller (verified subject), validated inputs, a result or a typed error.
+
+Every operation reads through an :class:`OwnerScopedStore`, so a caller can neither see nor change a turn
+it does not own; refusals are raised before anything is written (the core's resume is pure until its one
+conditional write).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agentturn.api import problems
+from agentturn.api.models import (
+    ActionAccepted,
+    CancelAccepted,
+    MessagesView,
+    StartTurnRequest,
+)
+from agentturn.api.ownership import OWNER_KEY, conversation_key
+from agentturn.api.services import OwnerScopedStore, Services
+from agentturn.api.telemetry import Telemetry, metrics_listener
+from agentturn.commands import ResumeCommand
+from agentturn.errors import ConversationBusyError, IdempotencyConflictError, InvalidResumeError, UnknownAgentError
+from agentturn.runner import Runner
+from agentturn.state import Turn
+
+_log = logging.getLogger("agentturn.api.operations")
+
+YieldProbe = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class StartedTurn:
+    turn: Turn
+    #: The run stopped for time before the turn blocked or ended: a worker continues it.
+    handed_off: bool
+
+
+class Operations:
+    def __init__(self, services: Services, telemetry: Telemetry) -> None:
+        self.services = services
+        self.telemetry = telemetry
+
+    def _runner_for(self, caller: str, store: OwnerScopedStore | None = None) -> Runner:
+        scoped = store if store is not None else self.services.scoped_store(caller)
+        return self.services.runner(store=scoped, listeners=[metrics_listener(self.telemetry)])
+
+    # ------------------------------------------------------------------ run
+
+    def start_turn(
+        self, caller: str, conversation_id: str, request: StartTurnRequest, should_yield: YieldProbe
+    ) -> StartedTurn:
+        try:
+            agent = self.services.agents.for_new_turn(request.agent_id)
+        except UnknownAgentError:
+            known = self.services.agents.ids()
+            raise problems.request_validation(
+                [
+                    {
+                        "path": "/agentId",
+                        "in": "body",
+                        "message": f"unknown agent {request.agent_id!r}; use one of {known!r}",
+                    }
+                ]
+            ) from None
+        metadata: dict[str, Any] = {**(request.metadata or {}), OWNER_KEY: caller}
+        runner = self._runner_for(caller)
+        self.telemetry.bind(conversationId=conversation_id)
+        try:
+            turn = runner.start(agent, conversation_key(caller, conversation_id), request.input, metadata=metadata)
+        except ConversationBusyError as exc:
+            # Said with the caller's conversation id, not the namespaced one the core knows.
+            raise problems.conversation_busy(conversation_id, exc.active_turn_id) from None
+        self.telemetry.bind(turnId=turn.id)
+        try:
+            turn = runner.run_turn(turn.id, should_yield=should_yield, turn=turn)  # the fresh copy: one read fewer
+        except (ClientError, BotoCoreError):
+            # The turn is saved runnable at its last step (and its lease released): hand it to a worker now
+            # rather than at the next sweep, then answer 5xx for what failed here.
+            self._hand_off_after_failure(turn.id, turn.version)
+            raise
+        if turn.status.is_runnable:
+            # Out of time (or another holder has it): saved runnable, so a worker picks it up from here.
+            self.services.queue.enqueue(turn.id, turn.version)
+            _log.info("turn %r handed to the worker at version %d", turn.id, turn.version)
+            return StartedTurn(turn, handed_off=True)
+        return StartedTurn(turn, handed_off=False)
+
+    def _hand_off_after_failure(self, turn_id: str, version: int) -> None:
+        try:
+            self.services.queue.enqueue(turn_id, version)
+        except (ClientError, BotoCoreError):
+            _log.warning("could not hand turn %r to the worker either; the sweeper will", turn_id)
+
+    # ------------------------------------------------------------------ reads
+
+    def get_turn(self, caller: str, turn_id: str) -> Turn:
+        self.telemetry.bind(turnId=turn_id)
+        return self.services.scoped_store(caller).load(turn_id)
+
+    def list_messages(self, caller: str, conversation_id: str, limit: int) -> MessagesView:
+        self.telemetry.bind(conversationId=conversation_id)
+        memory = self.services.chat_memory(conversation_key(caller, conversation_id))
+        messages = memory.get_messages(limit)
+        return MessagesView(
+            conversation_id=conversation_id,
+            active_turn_id=memory.get_active_turn(),
+            messages=messages,
+        )
+
+    # ------------------------------------------------------------------ answers
+
+    def submit_form(self, caller: str, turn_id: str, action_id: str, data: dict[str, Any], key: str) -> ActionAccepted:
+        return self._resume(caller, turn_id, ResumeCommand.user_input(action_id, data), key)
+
+    def decline(self, caller: str, turn_id: str, action_id: str, reason: str | None, key: str) -> ActionAccepted:
+        return self._resume(caller, turn_id, ResumeCommand.decline_input(action_id, reason), key)
+
+    def approve(self, caller: str, turn_id: str, action_id: str, key: str) -> ActionAccepted:
+        return self._resume(caller, turn_id, ResumeCommand.approve_tool(action_id), key)
+
+    def reject(self, caller: str, turn_id: str, action_id: str, reason: str | None, key: str) -> ActionAccepted:
+        return self._resume(caller, turn_id, ResumeCommand.reject_tool(action_id, reason), key)
+
+    def _resume(self, caller: str, turn_id: str, command: ResumeCommand, key: str) -> ActionAccepted:
+        self.telemetry.bind(turnId=turn_id, actionId=command.action_id or "")
+        # The idempotency record lives in the snapshot (turn.accepted_requests), written by the same
+        # conditional write that applies the answer: no extra request, and no window between the two.
+        command = command.with_metadata("submittedBy", caller).with_metadata("requestId", key)
+        turn = self._runner_for(caller).submit_resume(turn_id, command)
+        accepted = turn.accepted_requests.get(key)
+        if accepted is None:
+            # submit_resume records the key with the write that applies the answer, and a replay only
+            # returns when the key is recorded: reaching this is a broken invariant, not a client error.
+            raise RuntimeError(f"turn {turn_id!r} accepted request {key!r} without recording it")
+        if turn.status.is_runnable:
+            # Also on a replay: if the first attempt died between its write and its send, the retry is what
+            # hands the turn on (a duplicate message is harmless: workers make it a no-op).
+            self.services.queue.enqueue(turn.id, turn.version)
+        return ActionAccepted(
+            turn_id=turn.id, action_id=accepted.action_id, version=accepted.version, accepted_at=accepted.accepted_at
+        )
+
+    def cancel(self, caller: str, turn_id: str, key: str) -> CancelAccepted:
+        self.telemetry.bind(turnId=turn_id)
+        store = self.services.scoped_store(caller)
+        turn = store.load(turn_id)
+        if key in turn.accepted_requests:
+            raise IdempotencyConflictError(turn_id, key)
+        if not turn.cancel_requested:
+            # Cancelling is idempotent by its flag: once requested, every retry answers the same 202 without
+            # writing. A turn that already ended otherwise is a conflict, refused without a write.
+            if turn.status.is_terminal:
+                raise InvalidResumeError(f"turn {turn_id!r} is {turn.status.value}", reason="turn_terminal")
+            self._runner_for(caller, store).cancel(turn_id)
+        return CancelAccepted(turn_id=turn_id)

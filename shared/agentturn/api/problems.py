@@ -1,0 +1,262 @@
+"""Errors of the HTTP API as RFC 9457 problem details (``application/problem+json``) with stable types.
+
+Every refusal is a :class:`ProblemError`: raised wherever it is found (the request gate, a route, the
+mapping of a core error) and rendered in one place. ``type`` URIs are part of the API contract: clients
+branch on them, never on ``title`` or ``detail`` (which are for people and may be reworded).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from agentturn.errors import (
+    AgentTurnError,
+    ConversationBusyError,
+    FormValidationError,
+    IdempotencyConflictError,
+    InvalidResumeError,
+    TurnNotFoundError,
+    UnknownAgentError,
+    VersionConflictError,
+)
+
+PROBLEM_BASE: Final = "https://agentturn.dev/problems/"
+PROBLEM_CONTENT_TYPE: Final = "application/problem+json"
+
+#: Headers on every answer: private data, never cached by an intermediary; no content sniffing.
+COMMON_HEADERS: Final[Mapping[str, str]] = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+
+FieldErrors = Sequence[Mapping[str, str]]
+
+
+class ProblemError(Exception):
+    """An HTTP error answer. ``slug`` names the problem type (``PROBLEM_BASE + slug``)."""
+
+    def __init__(
+        self,
+        status: int,
+        slug: str,
+        title: str,
+        detail: str,
+        *,
+        errors: FieldErrors | None = None,
+        headers: Mapping[str, str] | None = None,
+        extensions: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{status} {slug}: {detail}")
+        self.status = status
+        self.slug = slug
+        self.title = title
+        self.detail = detail
+        self.errors = [dict(e) for e in errors] if errors is not None else None
+        self.headers = dict(headers or {})
+        self.extensions = dict(extensions or {})
+
+    @property
+    def type(self) -> str:
+        return PROBLEM_BASE + self.slug
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"type": self.type, "title": self.title, "status": self.status, "detail": self.detail}
+        body.update(self.extensions)
+        if self.errors is not None:
+            body["errors"] = self.errors
+        return body
+
+    def to_json(self) -> str:
+        return json.dumps(self.body(), ensure_ascii=False, separators=(",", ":"))
+
+    def response_headers(self) -> dict[str, str]:
+        return {"Content-Type": PROBLEM_CONTENT_TYPE, **COMMON_HEADERS, **self.headers}
+
+    def to_api_gateway(self) -> dict[str, Any]:
+        """The answer as an HTTP API (payload 2.0) Lambda response, for refusals made before routing."""
+        return {
+            "statusCode": self.status,
+            "headers": self.response_headers(),
+            "body": self.to_json(),
+            "isBase64Encoded": False,
+        }
+
+
+# ---------------------------------------------------------------------------------- the catalogue
+
+
+def unauthenticated() -> ProblemError:
+    return ProblemError(
+        401,
+        "unauthenticated",
+        "Authentication required",
+        "the request carries no verified identity (a JWT with a 'sub' claim)",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def route_not_found(method: str, path: str) -> ProblemError:
+    return ProblemError(404, "route-not-found", "No such route", f"no route for {method} {path!r}")
+
+
+def method_not_allowed(method: str, path: str, allowed: Sequence[str]) -> ProblemError:
+    return ProblemError(
+        405,
+        "method-not-allowed",
+        "Method not allowed",
+        f"{method} is not allowed on {path!r}; use {', '.join(allowed)}",
+        headers={"Allow": ", ".join(allowed)},
+    )
+
+
+def turn_not_found(turn_id: str) -> ProblemError:
+    # The same answer whether the turn does not exist or belongs to someone else: no existence leak.
+    return ProblemError(404, "turn-not-found", "Turn not found", f"there is no turn {turn_id!r}")
+
+
+def action_not_found(turn_id: str, action_id: str) -> ProblemError:
+    return ProblemError(404, "action-not-found", "Action not found", f"turn {turn_id!r} has no action {action_id!r}")
+
+
+def malformed_body(detail: str) -> ProblemError:
+    return ProblemError(400, "malformed-json", "Malformed JSON body", detail)
+
+
+def body_required() -> ProblemError:
+    return ProblemError(400, "body-required", "Request body required", "this route takes a JSON object body")
+
+
+def idempotency_key_required() -> ProblemError:
+    return ProblemError(
+        400,
+        "idempotency-key-required",
+        "Idempotency-Key header required",
+        "send a unique Idempotency-Key header (and the same one when retrying this request)",
+    )
+
+
+def invalid_idempotency_key(max_length: int) -> ProblemError:
+    return ProblemError(
+        400,
+        "invalid-idempotency-key",
+        "Invalid Idempotency-Key header",
+        f"the Idempotency-Key must be 1..{max_length} visible ASCII characters other than ',' and '\"'",
+    )
+
+
+def payload_too_large(size: int, limit: int) -> ProblemError:
+    return ProblemError(
+        413, "payload-too-large", "Request body too large", f"the body is {size} bytes; at most {limit} are accepted"
+    )
+
+
+def unsupported_media_type(content_type: str | None) -> ProblemError:
+    shown = repr(content_type) if content_type else "no Content-Type"
+    return ProblemError(
+        415,
+        "unsupported-media-type",
+        "Unsupported media type",
+        f"bodies must be JSON (Content-Type: application/json; charset=utf-8), not {shown}",
+        headers={"Accept-Post": "application/json"},
+    )
+
+
+def request_validation(errors: FieldErrors) -> ProblemError:
+    return ProblemError(
+        422,
+        "request-validation",
+        "Invalid request",
+        f"the request has {len(errors)} problem(s)",
+        errors=errors,
+    )
+
+
+def form_validation(errors: FieldErrors) -> ProblemError:
+    # Paths are JSON Pointers into the submitted ``data`` object: what a form renderer maps to its fields.
+    return ProblemError(
+        422,
+        "form-validation",
+        "Form data does not match the form's schema",
+        f"the submitted data has {len(errors)} problem(s)",
+        errors=errors,
+    )
+
+
+def idempotency_key_reused(request_id: str) -> ProblemError:
+    return ProblemError(
+        422,
+        "idempotency-key-reused",
+        "Idempotency-Key reused with a different request",
+        f"Idempotency-Key {request_id!r} was already used on this turn for a different request",
+        errors=[{"path": "/Idempotency-Key", "in": "header", "message": "was used before with a different request"}],
+    )
+
+
+def conversation_busy(conversation_id: str, active_turn_id: str | None) -> ProblemError:
+    return ProblemError(
+        409,
+        "conversation-busy",
+        "Conversation busy",
+        f"conversation {conversation_id!r} has a turn that has not finished yet",
+        extensions={"activeTurnId": active_turn_id},
+    )
+
+
+def concurrent_update(turn_id: str) -> ProblemError:
+    return ProblemError(
+        409,
+        "concurrent-update",
+        "Concurrent update",
+        f"turn {turn_id!r} was changed by another request at the same time; read it again and retry",
+    )
+
+
+def service_unavailable(detail: str, retry_after_seconds: int = 1) -> ProblemError:
+    return ProblemError(
+        503,
+        "service-unavailable",
+        "Service temporarily unavailable",
+        detail,
+        headers={"Retry-After": str(retry_after_seconds)},
+    )
+
+
+def internal_error() -> ProblemError:
+    # Never the exception text: it can hold table names, ids of other callers, or stack details.
+    return ProblemError(500, "internal-error", "Internal error", "the request failed on the server; it was logged")
+
+
+_RESUME_CONFLICTS: Final[Mapping[str, tuple[str, str]]] = {
+    "action_not_pending": ("action-not-pending", "Action no longer pending"),
+    "turn_terminal": ("turn-terminal", "Turn already finished"),
+    "not_waiting": ("turn-not-waiting", "Turn is not waiting for a person"),
+    "wrong_command": ("wrong-action-kind", "Wrong kind of answer for this action"),
+    "not_suspendable": ("turn-not-waiting", "Turn is not waiting for a person"),
+}
+
+
+def from_core_error(exc: AgentTurnError, *, conversation_id: str | None = None) -> ProblemError:
+    """The problem a core error means to a caller. ``conversation_id`` is the caller's (public) id."""
+    if isinstance(exc, FormValidationError):
+        return form_validation(exc.errors)
+    if isinstance(exc, IdempotencyConflictError):
+        return idempotency_key_reused(exc.request_id)
+    if isinstance(exc, TurnNotFoundError):
+        return turn_not_found(exc.turn_id)
+    if isinstance(exc, InvalidResumeError):
+        if exc.reason == "unknown_action":
+            return ProblemError(404, "action-not-found", "Action not found", str(exc))
+        slug, title = _RESUME_CONFLICTS.get(exc.reason, ("invalid-resume", "Answer does not fit the turn"))
+        return ProblemError(409, slug, title, str(exc))
+    if isinstance(exc, ConversationBusyError):
+        return conversation_busy(conversation_id or "?", exc.active_turn_id)
+    if isinstance(exc, VersionConflictError):
+        return concurrent_update(exc.turn_id)
+    if isinstance(exc, UnknownAgentError):
+        # A turn whose agent version is not deployed: an operator's problem, not the caller's.
+        return ProblemError(
+            503,
+            "agent-unavailable",
+            "Agent unavailable",
+            f"agent {exc.agent_id!r} version {exc.version!r} is not deployed",
+        )
+    return internal_error()

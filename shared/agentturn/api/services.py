@@ -1,0 +1,115 @@
+"""What a handler works with: the ports (store, timeline, queue), the agents and the settings.
+
+:class:`OwnerScopedStore` is how isolation is enforced for a request: every turn the request's Runner
+reads passes the ownership check, and a turn owned by someone else is indistinguishable from a missing
+one (``TurnNotFoundError`` with the id the caller gave). The check costs no request of its own: it
+looks at the snapshot the Runner was reading anyway.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from agentturn._clock import Clock
+from agentturn.api.agents import AgentCatalog
+from agentturn.api.ownership import OWNER_KEY, owns
+from agentturn.api.settings import Settings
+from agentturn.errors import TurnNotFoundError
+from agentturn.events import Listener
+from agentturn.memory import ChatMemoryProvider
+from agentturn.queue import ResumeQueue
+from agentturn.runner import Runner
+from agentturn.state import Turn
+from agentturn.store import Lease, RunnableTurn, TurnStore
+
+
+class OwnerScopedStore:
+    """A TurnStore view that only shows ``owner``'s turns. One per request (it remembers what it checked)."""
+
+    def __init__(self, inner: TurnStore, owner: str) -> None:
+        self.inner = inner
+        self.owner = owner
+        self._checked: set[str] = set()
+
+    def _admit(self, turn: Turn) -> Turn:
+        if not owns(turn, self.owner):
+            raise TurnNotFoundError(turn.id)
+        self._checked.add(turn.id)
+        return turn
+
+    def _require(self, turn_id: str) -> None:
+        if turn_id not in self._checked:
+            self.load(turn_id)
+
+    def create(self, turn: Turn) -> Turn:
+        if turn.metadata.get(OWNER_KEY) != self.owner or not owns(turn, self.owner):
+            raise ValueError(f"turn {turn.id!r} is not created for owner {self.owner!r}")
+        return self._admit(self.inner.create(turn))
+
+    def load(self, turn_id: str) -> Turn:
+        return self._admit(self.inner.load(turn_id))
+
+    def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
+        self._require(turn.id)
+        return self.inner.save(turn, expected_version=expected_version, lease_id=lease_id)
+
+    def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
+        self._require(turn_id)
+        return self.inner.claim(turn_id, worker_id, lease_seconds)
+
+    def renew(self, lease: Lease, lease_seconds: float) -> Lease:
+        self._require(lease.turn_id)
+        return self.inner.renew(lease, lease_seconds)
+
+    def release(self, lease: Lease) -> bool:
+        self._require(lease.turn_id)
+        return self.inner.release(lease)
+
+    def request_cancel(self, turn_id: str) -> None:
+        self._require(turn_id)
+        self.inner.request_cancel(turn_id)
+
+    def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
+        raise TypeError("find_runnable is the sweeper's, never a caller's")
+
+    def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
+        raise TypeError("find_overdue is the sweeper's, never a caller's")
+
+    def delete(self, turn_id: str, *, expected_version: int) -> None:
+        self._require(turn_id)
+        self.inner.delete(turn_id, expected_version=expected_version)
+
+
+@dataclass
+class Services:
+    store: TurnStore
+    chat_memory: ChatMemoryProvider
+    queue: ResumeQueue
+    agents: AgentCatalog
+    settings: Settings = field(default_factory=Settings)
+    listeners: list[Listener] = field(default_factory=list)
+    clock: Clock = time.time
+
+    def scoped_store(self, owner: str) -> OwnerScopedStore:
+        return OwnerScopedStore(self.store, owner)
+
+    def runner(
+        self,
+        *,
+        store: TurnStore | None = None,
+        listeners: Iterable[Listener] = (),
+        worker_id: str | None = None,
+    ) -> Runner:
+        """A Runner for one request or record (cheap: agents resolve lazily through the catalog)."""
+        return Runner(
+            store=store if store is not None else self.store,
+            chat_memory=self.chat_memory,
+            agents=self.agents.resolve,
+            listeners=[*self.listeners, *listeners],
+            clock=self.clock,
+            worker_id=worker_id or f"runner-{uuid.uuid4().hex[:8]}",
+            lease_seconds=float(self.settings.lease_seconds),
+        )

@@ -1,0 +1,84 @@
+"""Metrics and log correlation behind one small interface, so the handlers' logic does not import Powertools.
+
+The Lambda modules pass :class:`PowertoolsTelemetry` (EMF metrics, structured logs); tests and the local
+server may pass :class:`NullTelemetry` or their own recorder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, Protocol
+
+from agentturn.events import Event, EventType
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger, Metrics
+
+#: What the runtime's lifecycle events count as (TURN_RESUMED fires when a submission is accepted).
+EVENT_METRICS: Final = {
+    EventType.TURN_STARTED: "TurnsStarted",
+    EventType.TURN_SUSPENDED: "TurnsSuspended",
+    EventType.TURN_RESUMED: "TurnsSubmitted",
+    EventType.TURN_COMPLETED: "TurnsCompleted",
+    EventType.TURN_FAILED: "TurnsFailed",
+    EventType.TURN_CANCELLED: "TurnsCancelled",
+}
+
+
+class Telemetry(Protocol):
+    def count(self, name: str, value: float = 1) -> None: ...
+
+    def milliseconds(self, name: str, value: float) -> None: ...
+
+    def bind(self, **keys: str) -> None:
+        """Add keys to every following log line of this invocation (turnId, conversationId, ...)."""
+        ...
+
+    def unbind(self, *keys: str) -> None: ...
+
+
+class NullTelemetry:
+    def count(self, name: str, value: float = 1) -> None:
+        return None
+
+    def milliseconds(self, name: str, value: float) -> None:
+        return None
+
+    def bind(self, **keys: str) -> None:
+        return None
+
+    def unbind(self, *keys: str) -> None:
+        return None
+
+
+class PowertoolsTelemetry:
+    def __init__(self, logger: Logger, metrics: Metrics) -> None:
+        self.logger = logger
+        self.metrics = metrics
+
+    def count(self, name: str, value: float = 1) -> None:
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+    def milliseconds(self, name: str, value: float) -> None:
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        self.metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)
+
+    def bind(self, **keys: str) -> None:
+        self.logger.append_keys(**keys)
+
+    def unbind(self, *keys: str) -> None:
+        self.logger.remove_keys(list(keys))
+
+
+def metrics_listener(telemetry: Telemetry) -> Callable[[Event], None]:
+    """A Runner listener counting lifecycle events (a listener that raises never breaks a turn)."""
+
+    def listen(event: Event) -> None:
+        name = EVENT_METRICS.get(event.type)
+        if name is not None:
+            telemetry.count(name)
+
+    return listen

@@ -1,0 +1,89 @@
+"""Services from the environment: boto3 clients, the DynamoDB/SQS/S3 adapters, the agents.
+
+The only place that knows the deployed resources. ``TURNS_TABLE``, ``CONVERSATIONS_TABLE``,
+``RESUME_QUEUE_URL`` and optionally ``SNAPSHOT_BUCKET`` name them (the names of
+:mod:`agentturn.aws.tables`); ``AGENTTURN_*`` tune the handlers (see
+:class:`~agentturn.api.settings.Settings`). Endpoints come from boto3's own configuration
+(``AWS_ENDPOINT_URL`` and friends), which is how the local dev server and the tests point it elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agentturn.api.agents import AgentCatalog
+from agentturn.api.services import Services
+from agentturn.api.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+
+@dataclass(frozen=True)
+class AwsClients:
+    dynamodb: DynamoDBClient
+    sqs: SQSClient
+    s3: S3Client | None
+
+    @classmethod
+    def default(cls, *, with_s3: bool) -> AwsClients:
+        from agentturn.aws._support import dynamodb_client, s3_client, sqs_client
+
+        return cls(dynamodb=dynamodb_client(), sqs=sqs_client(), s3=s3_client() if with_s3 else None)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The deployed resources the handlers use, from the environment the stack sets."""
+
+    turns_table: str
+    conversations_table: str
+    resume_queue_url: str
+    snapshot_bucket: str | None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Resources:
+        from agentturn.aws import tables
+
+        env = os.environ if environ is None else environ
+        required = (tables.ENV_TURNS_TABLE, tables.ENV_CONVERSATIONS_TABLE, tables.ENV_RESUME_QUEUE_URL)
+        missing = [name for name in required if not env.get(name, "").strip()]
+        if missing:
+            raise SettingsError(f"environment variables {missing!r} must name the agentturn resources")
+        # Not TableNames.from_env: it also requires the idempotency table, which these handlers do not use
+        # (idempotency lives in the turn snapshot).
+        return cls(
+            turns_table=env[tables.ENV_TURNS_TABLE].strip(),
+            conversations_table=env[tables.ENV_CONVERSATIONS_TABLE].strip(),
+            resume_queue_url=env[tables.ENV_RESUME_QUEUE_URL].strip(),
+            snapshot_bucket=env.get(tables.ENV_SNAPSHOT_BUCKET, "").strip() or None,
+        )
+
+
+def services_from_env(environ: Mapping[str, str] | None = None, *, clients: AwsClients | None = None) -> Services:
+    from agentturn.aws.chat_memory import DynamoDBChatMemory
+    from agentturn.aws.resume_queue import SqsResumeQueue
+    from agentturn.aws.turn_store import DynamoDBTurnStore
+
+    settings = Settings.from_env(environ)
+    resources = Resources.from_env(environ)
+    bucket = resources.snapshot_bucket
+    clients = clients or AwsClients.default(with_s3=bucket is not None)
+    store = DynamoDBTurnStore(
+        resources.turns_table,
+        client=clients.dynamodb,
+        s3_client=clients.s3,
+        bucket=bucket,
+        terminal_ttl_seconds=settings.terminal_ttl_seconds,
+    )
+    memory = DynamoDBChatMemory(
+        resources.conversations_table, client=clients.dynamodb, s3_client=clients.s3, bucket=bucket
+    )
+    queue = SqsResumeQueue(resources.resume_queue_url, clients.sqs)
+    agents = AgentCatalog.from_spec(settings.agents, default_agent=settings.default_agent)
+    return Services(store=store, chat_memory=memory, queue=queue, agents=agents, settings=settings)

@@ -1,0 +1,25 @@
+"""Agents the functional tests deploy through ``AGENTTURN_AGENTS`` (as a user deploys their own)."""
+
+from __future__ import annotations
+
+from agentturn import Agent, ExecutionPolicy
+from agentturn.demo import demo_agents
+
+
+def short_wait_agents() -> list[Agent]:
+    """The demo support agent, whose forms expire one second after they are asked for."""
+    support = next(a for a in demo_agents() if a.id == "support-agent")
+    return [
+        Agent(
+            id=support.id,
+            instructions=support.instructions,
+            chat_model=support.chat_model,
+            tools=list(support.tools.values()),
+            policy=ExecutionPolicy(input_timeout=1.0),
+        )
+    ]
+
+
+def demo_agents_without_assistant() -> list[Agent]:
+    """A later deployment that dropped the (default) assistant agent: its turns can no longer run."""
+    return [a for a in demo_agents() if a.id != "assistant"]

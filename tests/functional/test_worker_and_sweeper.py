@@ -1,0 +1,278 @@
+"""The worker Lambda on real SQS deliveries, and the sweeper recovering what the queue lost."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from tests.functional.harness import Deployment, FakeLambdaContext, http_event, load_event
+from tests.support.emulators import Emulator
+
+pytestmark = pytest.mark.integration
+
+TICKET = "create a high priority login incident ticket"
+FORM = {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}
+
+
+def _waiting(deployment: Deployment, conversation: str = "c1") -> dict[str, Any]:
+    response = deployment.run(
+        http_event("http_start_turn.json", path=f"/conversations/{conversation}/turns", body={"input": TICKET})
+    )
+    assert response.status == 200, response.body
+    turn: dict[str, Any] = response.json
+    return turn
+
+
+def _submit(deployment: Deployment, turn: dict[str, Any], key: str = "key-1") -> Any:
+    return deployment.submit(
+        http_event(
+            "http_submit_form.json",
+            path=f"/turns/{turn['turnId']}/actions/{turn['suspension']['actionId']}/submit",
+            body={"data": FORM},
+            headers={"idempotency-key": key},
+        )
+    )
+
+
+def _get(deployment: Deployment, turn_id: str) -> dict[str, Any]:
+    turn: dict[str, Any] = deployment.run(http_event("http_get_turn.json", path=f"/turns/{turn_id}")).json
+    return turn
+
+
+def test_a_duplicate_delivery_advances_the_turn_once(deployment: Deployment) -> None:
+    # GIVEN a submitted turn and its resume message
+    turn = _waiting(deployment)
+    assert _submit(deployment, turn).status == 202
+    [message] = deployment.receive()
+    event = deployment.sqs_event([message])
+
+    # WHEN SQS delivers the message, then delivers it again (twice in one batch, and once more)
+    first = deployment.worker(event)
+    after_first = deployment.dump()
+    twice = deployment.worker(deployment.sqs_event([message, message]))
+    third = deployment.worker(event)
+
+    # THEN every delivery is acknowledged, only the first did work, and the turn completed once
+    assert first == twice == third == {"batchItemFailures": []}
+    assert deployment.dump() == after_first
+    final = _get(deployment, turn["turnId"])
+    assert final["status"] == "COMPLETED"
+    assert final["toolCallCount"] == 1
+    timeline = deployment.run(http_event("http_list_messages.json", path="/conversations/c1/messages")).json
+    assert sum(1 for m in timeline["messages"] if m["type"] == "ai" and m["content"] == final["finalOutput"]) == 1
+
+
+def test_a_poison_record_fails_alone_and_reaches_the_dead_letter_queue(deployment: Deployment) -> None:
+    # GIVEN a batch with a good resume message and messages that are not resume messages
+    turn = _waiting(deployment)
+    assert _submit(deployment, turn).status == 202
+    for body in ("not json", json.dumps({"turnId": turn["turnId"], "version": "4"}), json.dumps([1])):
+        deployment.sqs.send_message(QueueUrl=deployment.queue_url, MessageBody=body)
+    messages = deployment.receive()
+    assert len(messages) == 4
+    good = next(m for m in messages if m["Body"].startswith('{"turnId"') and '"4"' not in m["Body"])
+    poison = {m["MessageId"] for m in messages} - {good["MessageId"]}
+
+    # WHEN the worker gets the batch
+    result = deployment.deliver(messages)
+
+    # THEN only the poison records are reported; the good one was processed
+    assert {f["itemIdentifier"] for f in result["batchItemFailures"]} == poison
+    assert _get(deployment, turn["turnId"])["status"] == "COMPLETED"
+
+    # AND after the queue's retries (each retry as soon as the visibility timeout lapses) the poison
+    # records are in the dead-letter queue and nothing else is left
+    failed = [m for m in messages if m["MessageId"] in poison]
+    for _ in range(6):
+        deployment.expire_visibility(failed)
+        failed = deployment.receive()
+        if not failed:
+            break
+        deployment.deliver(failed)
+    dead = deployment.sqs.receive_message(QueueUrl=deployment.dlq_url, MaxNumberOfMessages=10).get("Messages", [])
+    assert {m["MessageId"] for m in dead} == poison
+    assert deployment.queue_depth() == 0
+
+
+def test_a_message_for_a_missing_turn_is_acknowledged(deployment: Deployment) -> None:
+    event = load_event("sqs_resume.json")
+    assert deployment.worker(event) == {"batchItemFailures": []}
+
+
+def test_the_sweeper_recovers_a_turn_whose_enqueue_was_lost(deployment: Deployment) -> None:
+    # GIVEN a submission whose snapshot was saved but whose SQS send failed (a crash between the two)
+    turn = _waiting(deployment)
+    restore = deployment.break_queue_sends(deployment.submit_app.api.services)
+    try:
+        lost = _submit(deployment, turn)
+    finally:
+        restore()
+    assert lost.status == 500, lost.body
+    assert lost.json["type"].endswith("/internal-error")
+    assert deployment.queue_depth() == 0
+    assert _get(deployment, turn["turnId"])["status"] == "RUNNING"
+
+    # WHEN the scheduled sweeper runs
+    swept = deployment.sweeper()
+
+    # THEN it re-enqueued the turn, and the worker finishes it from that message
+    assert swept == {"found": 1, "enqueued": 1, "failed": 0, "expired": 0}
+    messages = deployment.receive()
+    assert [json.loads(m["Body"])["turnId"] for m in messages] == [turn["turnId"]]
+    assert deployment.deliver(messages) == {"batchItemFailures": []}
+    assert _get(deployment, turn["turnId"])["status"] == "COMPLETED"
+
+    # AND a later sweep finds nothing to do
+    assert deployment.sweeper() == {"found": 0, "enqueued": 0, "failed": 0, "expired": 0}
+
+
+def test_a_client_retry_recovers_a_lost_enqueue_without_waiting_for_the_sweeper(deployment: Deployment) -> None:
+    # GIVEN a submission that was saved but not sent (the client saw a 500)
+    turn = _waiting(deployment)
+    restore = deployment.break_queue_sends(deployment.submit_app.api.services)
+    try:
+        assert _submit(deployment, turn).status == 500
+    finally:
+        restore()
+
+    # WHEN the client retries with the same Idempotency-Key
+    retry = _submit(deployment, turn)
+
+    # THEN the answer is the 202 the first attempt would have given, and the turn is on the queue again
+    assert retry.status == 202
+    assert [json.loads(m["Body"])["turnId"] for m in deployment.receive()] == [turn["turnId"]]
+
+
+def test_the_sweeper_recovers_a_run_whose_handoff_was_lost(deployment: Deployment) -> None:
+    # GIVEN a run Lambda out of time whose hand-off message could not be sent
+    restore = deployment.break_queue_sends(deployment.run_app.api.services)
+    try:
+        response = deployment.run(
+            http_event("http_start_turn.json", body={"input": TICKET}), FakeLambdaContext(budget_ms=50)
+        )
+    finally:
+        restore()
+    assert response.status == 500
+
+    # WHEN the sweeper runs and the worker gets its message
+    assert deployment.sweeper()["enqueued"] == 1
+    deployment.drain()
+
+    # THEN the turn ran on to its form
+    turns = deployment.dump()["tables"][deployment.names.turns_table]
+    assert len(turns) == 1
+    turn_id = json.loads(turns[0])["turnId"]["S"]
+    assert _get(deployment, turn_id)["status"] == "WAITING_FOR_USER"
+
+
+def test_the_sweeper_expires_an_unanswered_form_and_the_worker_finishes_the_turn(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a deployment whose agent gives people one second per form, with expiry enabled in the sweeper
+    monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:short_wait_agents")
+    monkeypatch.setenv("AGENTTURN_EXPIRE_OVERDUE", "true")
+    turn = _waiting(deployment)
+    assert turn["suspension"]["expiresAt"]
+
+    # WHEN nobody answers in time and the sweeper runs
+    time.sleep(1.2)
+    swept = deployment.sweeper()
+
+    # THEN the wait was closed and handed to the worker, which ends the turn without the tool
+    assert swept["expired"] == 1
+    assert swept["enqueued"] == 1
+    deployment.drain()
+    final = _get(deployment, turn["turnId"])
+    assert final["status"] == "COMPLETED"
+    assert final["toolCallCount"] == 1
+    timeline = deployment.run(http_event("http_list_messages.json", path="/conversations/c1/messages")).json
+    card = next(m for m in timeline["messages"] if m["type"] == "agent_form")
+    assert card["status"] == "EXPIRED"
+
+    # AND a late submission is refused without changing anything
+    before = deployment.dump()
+    assert _submit(deployment, turn, "late").status == 409
+    assert deployment.dump() == before
+
+
+def test_on_a_fifo_queue_a_failing_record_holds_back_only_its_own_turn(
+    moto_server: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a deployment on a FIFO resume queue, two submitted turns, and a poison message in one's group
+    deployment = Deployment(moto_server, monkeypatch, fifo=True)
+    first, second = _waiting(deployment, "c1"), _waiting(deployment, "c2")
+    assert _submit(deployment, first).status == 202
+    deployment.sqs.send_message(
+        QueueUrl=deployment.queue_url, MessageBody="poison", MessageGroupId=first["turnId"], MessageDeduplicationId="p"
+    )
+    assert _submit(deployment, second).status == 202
+    messages = deployment.receive()
+    assert len(messages) == 3
+
+    # WHEN the worker gets the batch
+    result = deployment.deliver(messages)
+
+    # THEN only the poison record (last of its turn's group) is reported; both turns ran
+    assert result["batchItemFailures"] == [
+        {"itemIdentifier": m["MessageId"]} for m in messages if m["Body"] == "poison"
+    ]
+    assert _get(deployment, first["turnId"])["status"] == "COMPLETED"
+    assert _get(deployment, second["turnId"])["status"] == "COMPLETED"
+
+
+def test_a_lease_held_by_another_worker_is_acknowledged_without_work(deployment: Deployment) -> None:
+    # GIVEN a submitted turn that another worker is running right now (it holds the lease)
+    turn = _waiting(deployment)
+    assert _submit(deployment, turn).status == 202
+    store = deployment.worker_app.services.get().store
+    lease = store.claim(turn["turnId"], "another-worker", 60)
+    assert lease is not None
+    [message] = deployment.receive()
+    before = deployment.dump()
+
+    # WHEN this worker gets the message
+    result = deployment.worker(deployment.sqs_event([message]))
+
+    # THEN it is acknowledged and nothing changed (the holder finishes the turn)
+    assert result == {"batchItemFailures": []}
+    assert deployment.dump() == before
+    assert _get(deployment, turn["turnId"])["status"] == "RUNNING"
+
+
+def test_a_real_failure_fails_only_its_record(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN two submitted turns, one of an agent the next deployment no longer has
+    support = _waiting(deployment, "c1")
+    meeting = deployment.run(
+        http_event(
+            "http_start_turn.json",
+            path="/conversations/c2/turns",
+            body={"input": "book a meeting room", "agentId": "meeting-agent"},
+        )
+    ).json
+    assert _submit(deployment, support).status == 202
+    data = {"topic": "Q3", "date": "2026-12-03", "startTime": "10:00", "attendees": 4}
+    submitted = deployment.submit(
+        http_event(
+            "http_submit_form.json",
+            path=f"/turns/{meeting['turnId']}/actions/{meeting['suspension']['actionId']}/submit",
+            body={"data": data},
+        )
+    )
+    assert submitted.status == 202
+    monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:demo_agents_without_assistant")
+    deployment.worker_app.services.use(None)
+    messages = deployment.receive()
+    assert len(messages) == 2
+
+    # WHEN the worker gets both in one batch
+    result = deployment.deliver(messages)
+
+    # THEN only the record of the turn whose agent is gone failed (SQS retries it, then dead-letters it),
+    # and that turn is untouched and still runnable; the other turn completed
+    failing = [m["MessageId"] for m in messages if support["turnId"] in m["Body"]]
+    assert result == {"batchItemFailures": [{"itemIdentifier": failing[0]}]}
+    assert _get(deployment, support["turnId"])["status"] == "RUNNING"
+    assert _get(deployment, meeting["turnId"])["status"] == "COMPLETED"
