@@ -1,0 +1,117 @@
+"""Least privilege, written down per function: which API calls each one makes, on which resource.
+
+Derived from the adapters' code (``agentturn.aws``), operation by operation:
+
+==============================  ====================================================================
+``DynamoDBTurnStore``           ``create`` PutItem · ``load`` GetItem · ``save`` / ``claim`` / ``renew`` /
+                                ``release`` / ``request_cancel`` UpdateItem · ``delete`` DeleteItem
+                                (only the loser of a conversation race, in ``Runner.start``) ·
+                                ``find_runnable`` / ``find_overdue`` Query on the sparse ``runnable`` /
+                                ``overdue`` index (the sweeper)
+``DynamoDBChatMemory``          ``append_all`` BatchWriteItem · ``append`` / card replace PutItem ·
+                                ``get_message`` / ``get_active_turn`` GetItem · ``set_active_turn``
+                                UpdateItem · timeline reads Query on the table, the ``model`` LSI and the
+                                ``byMessageId`` LSI
+``BlobStore`` (S3 spill-over)   GetObject / PutObject / DeleteObject under ``turns/`` (snapshots) and
+                                ``conversations/`` (timeline bodies); never List, never the bucket itself
+``SqsResumeQueue``              SendMessage
+``BedrockConverseModel``        bedrock:InvokeModel (Converse), on the configured models only
+==============================  ====================================================================
+
+Which function uses what:
+
+- **run** starts turns (create, run synchronously under a lease, hand off to the queue when out of
+  time), and serves the reads. It never reads the queue, and has no access to the dead-letter queue.
+- **submit** applies answers and cancellations (load, one conditional save, cards) and enqueues. It never
+  creates or deletes a turn.
+- **worker** claims and advances turns; it consumes the resume queue (through its event source mapping)
+  and re-enqueues a turn it had to yield.
+- **sweeper** reads only the sparse ``runnable`` index (its projection holds what it decides on) and
+  enqueues; it cannot read snapshots, the timeline or the bucket. Only where the stack enables expiring
+  overdue waits (``expireOverdueWaits``: ``Runner.expire_overdue``) does it also query the ``overdue``
+  index and load, save and project the turns it expires, like submit.
+
+No statement uses ``dynamodb:*``, a ``*`` resource or a wildcard action for data. Scan, BatchGetItem,
+DescribeTable, Query on the turns table itself and every management call are granted to nobody.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from agentturn.aws import tables
+
+#: The turn store's write and read calls, by what they are for.
+TURN_CREATE: Final = ("dynamodb:PutItem",)
+TURN_READ: Final = ("dynamodb:GetItem",)
+TURN_UPDATE: Final = ("dynamodb:UpdateItem",)
+TURN_DELETE: Final = ("dynamodb:DeleteItem",)
+#: Everything the chat memory (timeline) does, reads and writes: each function that runs the Runner
+#: projects the snapshot onto the timeline (cards included), so they all need the whole set.
+TIMELINE: Final = (
+    "dynamodb:BatchWriteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+)
+INDEX_QUERY: Final = ("dynamodb:Query",)
+BLOBS: Final = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
+#: The S3 prefixes the adapters write (their ``key_prefix`` defaults).
+BLOB_PREFIXES: Final = ("turns/", "conversations/")
+SEND: Final = ("sqs:SendMessage",)
+#: What Lambda's SQS event source mapping needs on the queue (granted by CDK's SqsEventSource).
+CONSUME: Final = (
+    "sqs:ChangeMessageVisibility",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+    "sqs:ReceiveMessage",
+)
+INVOKE_MODEL: Final = ("bedrock:InvokeModel",)
+#: Writing to the function's own log group (the group exists: the stack creates it).
+LOGS: Final = ("logs:CreateLogStream", "logs:PutLogEvents")
+
+
+@dataclass(frozen=True)
+class FunctionAccess:
+    turn_actions: tuple[str, ...] = ()
+    #: Indexes of the turns table this function queries (Query on the table itself is granted to nobody).
+    turn_indexes: tuple[str, ...] = ()
+    timeline: bool = False
+    blobs: bool = False
+    send: bool = False
+    consume: bool = False
+    invoke_model: bool = False
+
+
+ACCESS: Final = {
+    "run": FunctionAccess(
+        turn_actions=(*TURN_CREATE, *TURN_READ, *TURN_UPDATE, *TURN_DELETE),
+        timeline=True,
+        blobs=True,
+        send=True,
+        invoke_model=True,
+    ),
+    "submit": FunctionAccess(turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True),
+    "worker": FunctionAccess(
+        turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, consume=True, invoke_model=True
+    ),
+    "sweeper": FunctionAccess(turn_indexes=(tables.RUNNABLE_INDEX,), send=True),
+}
+
+#: The sweeper when it also expires overdue waits: load, save and project each turn it expires.
+EXPIRING_SWEEPER: Final = FunctionAccess(
+    turn_actions=(*TURN_READ, *TURN_UPDATE),
+    turn_indexes=(tables.RUNNABLE_INDEX, tables.OVERDUE_INDEX),
+    timeline=True,
+    blobs=True,
+    send=True,
+)
+
+
+def access(function: str, *, expire_overdue: bool) -> FunctionAccess:
+    if function == "sweeper" and expire_overdue:
+        return EXPIRING_SWEEPER
+    return ACCESS[function]

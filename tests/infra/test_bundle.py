@@ -1,0 +1,189 @@
+"""The Lambda assets, bundled for real (no Docker), opened and imported with nothing but the asset on the path.
+
+The deployed runtime is Python 3.12; this machine's interpreter may be another version, and compiled wheels
+(pydantic_core, rpds-py) only load in the version they were built for. So this synthesis targets *this*
+interpreter on *this* architecture (the ``lambdaPython`` / ``lambdaArchitecture`` context, which also
+set the Lambda runtime), which makes the import test faithful; a separate test checks that the deploy
+target's tree holds wheels for Lambda's Python. Both trees come from the dependency cache, so this runs
+without a network once ``python -m infra.bundling prefetch`` has run (``scripts/test`` does it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from infra.bundling import BundlingError, DependencySpec, Target, ensure_dependencies, local_target
+from infra.config import StackConfig
+
+from tests.infra.synth import Synth, file_assets, refs, synthesise
+
+FUNCTIONS: Final = ("run", "submit", "worker", "sweeper")
+
+#: Imports the handler module with the asset first on sys.path and no site-packages at all (-I -S), then
+#: lists every loaded module that came from neither the asset nor the standard library.
+_IMPORT_PROBE: Final = r"""
+import json, sys, sysconfig
+asset = sys.argv[1]
+sys.path.insert(0, asset)
+import app
+assert callable(app.handler), "app.handler is not callable"
+stdlib = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
+foreign = sorted(
+    name for name, module in list(sys.modules.items())
+    if getattr(module, "__file__", None) and not module.__file__.startswith((asset, *stdlib))
+)
+result = {"foreign": foreign}
+if len(sys.argv) > 2:
+    class Context:
+        function_name = "agentturn-run"
+        function_version = "$LATEST"
+        memory_limit_in_mb = 1024
+        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:agentturn-run"
+        aws_request_id = "request-1"
+        log_group_name = "/aws/lambda/agentturn-run"
+        log_stream_name = "stream"
+        def get_remaining_time_in_millis(self):
+            return 20_000
+    response = app.handler(json.loads(sys.argv[2]), Context())
+    result["status"] = response["statusCode"]
+    result["body"] = response.get("body", "")[:200]
+print("RESULT " + json.dumps(result))
+"""
+
+
+def _openapi_event() -> dict[str, Any]:
+    return {
+        "version": "2.0",
+        "routeKey": "GET /openapi.json",
+        "rawPath": "/openapi.json",
+        "rawQueryString": "",
+        "headers": {"authorization": "Bearer token", "host": "api.example.com", "accept": "application/json"},
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "api",
+            "domainName": "api.example.com",
+            "domainPrefix": "api",
+            "http": {
+                "method": "GET",
+                "path": "/openapi.json",
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": "pytest",
+            },
+            "requestId": "request-1",
+            "routeKey": "GET /openapi.json",
+            "stage": "$default",
+            "time": "01/Dec/2026:00:00:00 +0000",
+            "timeEpoch": 1_796_083_200_000,
+            "authorizer": {"jwt": {"claims": {"sub": "user-1"}, "scopes": None}},
+        },
+        "isBase64Encoded": False,
+    }
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    target = local_target()
+    context = {"lambdaPython": target.python_version, "lambdaArchitecture": target.architecture}
+    try:
+        return synthesise(tmp_path_factory.mktemp("cdk-bundled"), context, bundle=True)
+    except Exception as exc:  # jsii wraps the bundler's exception in a RuntimeError
+        if "pip could not install" in str(exc):
+            pytest.fail(f"no cached Lambda dependencies for {target}; run `python -m infra.bundling prefetch`:\n{exc}")
+        raise
+
+
+def _asset_dir(synth: Synth, function: str) -> Path:
+    code = synth.resource(synth.stack.functions[function])["Properties"]["Code"]
+    return file_assets(synth.outdir, synth.stack.artifact_id)[code["S3Key"]]
+
+
+def _lambda_env(synth: Synth, function: str) -> dict[str, str]:
+    """What Lambda would set, with placeholder values for the resources (no request is ever sent)."""
+    values = {
+        synth.logical_id(synth.stack.turns): "agentturn-test-turns",
+        synth.logical_id(synth.stack.conversations): "agentturn-test-conversations",
+        synth.logical_id(synth.stack.bucket): "agentturn-test-snapshots",
+        synth.logical_id(synth.stack.queue): "https://sqs.us-east-1.amazonaws.com/123456789012/agentturn-test",
+    }
+    variables = synth.resource(synth.stack.functions[function])["Properties"]["Environment"]["Variables"]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_LAMBDA_FUNCTION_NAME": f"agentturn-{function}",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
+        "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
+    }
+    for key, value in variables.items():
+        env[key] = value if isinstance(value, str) else values[next(refs(value))]
+    return env
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_asset_holds_the_function_the_package_and_wheels(bundled: Synth, function: str) -> None:
+    asset = _asset_dir(bundled, function)
+    assert (asset / "app.py").read_text() == (Path("functions") / function / "app.py").read_text()
+    assert (asset / "agentturn" / "__init__.py").is_file()
+    assert (asset / "agentturn" / "aws" / "tables.py").is_file()
+    for distribution in ("pydantic", "pydantic_core", "jsonschema", "boto3", "botocore", "aws_lambda_powertools"):
+        assert (asset / distribution).is_dir(), distribution
+    target = local_target()
+    (extension,) = (asset / "pydantic_core").glob("_pydantic_core.*.so")
+    machine = "x86_64" if target.architecture == "x86_64" else "aarch64"
+    assert f"cpython-{target.abi[2:]}-{machine}-linux-gnu" in extension.name
+    assert not list(asset.rglob("__pycache__")), "compiled caches of this machine's interpreter were shipped"
+    assert not (asset / "bin").exists()
+    assert not (asset / ".complete").exists()
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_handler_imports_from_the_asset_alone(bundled: Synth, function: str) -> None:
+    asset = _asset_dir(bundled, function)
+    arguments = [sys.executable, "-I", "-S", "-c", _IMPORT_PROBE, str(asset)]
+    if function == "run":
+        # One real request through the handler: routing, identity, serialisation, lazy imports.
+        arguments.append(json.dumps(_openapi_event()))
+    result = subprocess.run(
+        arguments,
+        env=_lambda_env(bundled, function),
+        cwd=asset,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, f"{function}: import failed\n{result.stdout}\n{result.stderr}"
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    outcome = json.loads(line.removeprefix("RESULT "))
+    assert outcome["foreign"] == [], f"{function} loaded modules from outside the asset"
+    if function == "run":
+        assert outcome["status"] == 200, outcome
+        assert '"openapi"' in outcome["body"]
+
+
+def test_deploy_target_wheels_are_built_for_the_lambda_runtime() -> None:
+    """What `cdk deploy` ships: CPython 3.12 (x86_64 by default) extension modules, not this machine's."""
+    config = StackConfig()
+    target = Target.of(config)
+    try:
+        tree = ensure_dependencies(DependencySpec.for_target(target))
+    except BundlingError as exc:
+        pytest.fail(f"no cached Lambda dependencies for {target}; run `python -m infra.bundling prefetch`:\n{exc}")
+    (extension,) = (tree / "pydantic_core").glob("_pydantic_core.*.so")
+    assert extension.name == "_pydantic_core.cpython-312-x86_64-linux-gnu.so"
+    (rpds,) = (tree / "rpds").glob("rpds.*.so")
+    assert "cpython-312-x86_64-linux-gnu" in rpds.name

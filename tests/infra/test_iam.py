@@ -1,0 +1,189 @@
+"""IAM, function by function: exactly the expected actions on exactly the expected resources, nothing wild.
+
+The expectations are written out here (not derived from infra.permissions) so that widening a grant is a
+visible change to this file.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from tests.infra.synth import Synth, refs
+
+TIMELINE = {"dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+BLOBS = {"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}
+LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
+XRAY = {"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+CONSUME = {
+    "sqs:ChangeMessageVisibility",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+    "sqs:ReceiveMessage",
+}
+
+
+def describe(value: Any) -> str:
+    """A template value as a readable resource: ``Turns/index/runnable``, ``Snapshots/turns/*``, ``*``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Ref" in value:
+        return str(value["Ref"])
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return str(value["Fn::GetAtt"][0])
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(describe(part) for part in parts)
+    raise AssertionError(f"unexpected resource expression {value!r}")
+
+
+def grants(synth: Synth, function: str) -> dict[str, set[str]]:
+    """``{resource: actions}`` of every statement attached to the function's role."""
+    role_id = synth.logical_id(synth.stack.functions[function].role)
+    result: dict[str, set[str]] = defaultdict(set)
+    for policy in synth.of_type("AWS::IAM::Policy").values():
+        if {"Ref": role_id} not in policy["Properties"]["Roles"]:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            assert statement["Effect"] == "Allow"
+            assert set(statement) <= {"Effect", "Action", "Resource"}, statement  # no NotAction/NotResource
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for resource in resources:
+                result[describe(resource)] |= set(actions)
+    return dict(result)
+
+
+def _ids(synth: Synth) -> dict[str, str]:
+    stack = synth.stack
+    return {
+        "turns": synth.logical_id(stack.turns),
+        "conversations": synth.logical_id(stack.conversations),
+        "bucket": synth.logical_id(stack.bucket),
+        "queue": synth.logical_id(stack.queue),
+        **{f"{name}-logs": synth.logical_id(group) for name, group in stack.log_groups.items()},
+    }
+
+
+def _timeline(ids: dict[str, str]) -> dict[str, set[str]]:
+    c = ids["conversations"]
+    return {c: TIMELINE, f"{c}/index/model": TIMELINE, f"{c}/index/byMessageId": TIMELINE}
+
+
+def _blobs(ids: dict[str, str]) -> dict[str, set[str]]:
+    return {f"{ids['bucket']}/turns/*": BLOBS, f"{ids['bucket']}/conversations/*": BLOBS}
+
+
+def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
+    ids = _ids(synth)
+    turns, queue = ids["turns"], ids["queue"]
+    return {
+        "run": {
+            turns: {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+            **_timeline(ids),
+            **_blobs(ids),
+            queue: {"sqs:SendMessage"},
+            ids["run-logs"]: LOGS,
+            "*": XRAY,
+        },
+        "submit": {
+            turns: {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+            **_timeline(ids),
+            **_blobs(ids),
+            queue: {"sqs:SendMessage"},
+            ids["submit-logs"]: LOGS,
+            "*": XRAY,
+        },
+        "worker": {
+            turns: {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+            **_timeline(ids),
+            **_blobs(ids),
+            queue: {"sqs:SendMessage", *CONSUME},
+            ids["worker-logs"]: LOGS,
+            "*": XRAY,
+        },
+        "sweeper": {
+            f"{turns}/index/runnable": {"dynamodb:Query"},
+            queue: {"sqs:SendMessage"},
+            ids["sweeper-logs"]: LOGS,
+            "*": XRAY,
+        },
+    }
+
+
+@pytest.mark.parametrize("function", ["run", "submit", "worker", "sweeper"])
+def test_each_function_gets_exactly_what_it_uses(synth: Synth, function: str) -> None:
+    assert grants(synth, function) == expected_grants(synth)[function]
+
+
+@pytest.mark.parametrize("function", ["run", "submit", "worker", "sweeper"])
+def test_no_wildcards_for_data(synth: Synth, function: str) -> None:
+    for resource, actions in grants(synth, function).items():
+        for action in actions:
+            assert "*" not in action, (function, action)
+        if resource == "*":
+            # X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level permission.
+            assert actions == XRAY, (function, actions)
+        else:
+            assert not resource.endswith(":*") or resource.startswith("arn:"), resource
+
+
+def test_only_the_worker_reads_the_queue_and_nobody_touches_the_dlq(synth: Synth) -> None:
+    dlq = synth.logical_id(synth.stack.dead_letter_queue)
+    for function in ("run", "submit", "worker", "sweeper"):
+        granted = grants(synth, function)
+        assert not any(dlq in resource for resource in granted), function
+        queue_actions = granted.get(synth.logical_id(synth.stack.queue), set())
+        assert bool(queue_actions & CONSUME) == (function == "worker"), function
+    for policy in synth.of_type("AWS::IAM::Policy").values():
+        assert dlq not in set(refs(policy["Properties"]["PolicyDocument"]))
+
+
+def test_roles_have_no_managed_policies_and_trust_only_lambda(synth: Synth) -> None:
+    for name, function in synth.stack.functions.items():
+        role = synth.resource(function.role)["Properties"]
+        assert "ManagedPolicyArns" not in role, name  # no AWSLambdaBasicExecutionRole (logs:* on every group)
+        assert role["AssumeRolePolicyDocument"]["Statement"] == [
+            {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
+        ]
+
+
+def test_no_policy_anywhere_grants_service_wide_actions(synth: Synth, variant: Synth) -> None:
+    for template in (synth, variant):
+        for policy in template.of_type("AWS::IAM::Policy").values():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                assert not [a for a in actions if a.endswith(":*") or a == "*"], statement
+
+
+def test_bedrock_models_are_granted_to_run_and_worker_only(synth: Synth, variant: Synth) -> None:
+    for function in ("run", "submit", "worker", "sweeper"):
+        assert not any("bedrock:InvokeModel" in actions for actions in grants(synth, function).values())
+    for function in ("run", "worker"):
+        models = {r for r, actions in grants(variant, function).items() if "bedrock:InvokeModel" in actions}
+        assert models == {
+            "arn:AWS::Partition:bedrock:AWS::Region:AWS::AccountId:inference-profile/"
+            "us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "arn:AWS::Partition:bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0",
+            "arn:AWS::Partition:bedrock:AWS::Region::foundation-model/amazon.nova-lite-v1:0",
+        }
+        assert grants(variant, function)[next(iter(models))] == {"bedrock:InvokeModel"}
+    for function in ("submit", "sweeper"):
+        assert not any("bedrock:InvokeModel" in actions for actions in grants(variant, function).values())
+
+
+def test_a_sweeper_that_expires_waits_gets_submit_like_access(variant: Synth) -> None:
+    ids = _ids(variant)
+    turns = ids["turns"]
+    assert grants(variant, "sweeper") == {
+        turns: {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+        f"{turns}/index/runnable": {"dynamodb:Query"},
+        f"{turns}/index/overdue": {"dynamodb:Query"},
+        **_timeline(ids),
+        **_blobs(ids),
+        ids["queue"]: {"sqs:SendMessage"},
+        ids["sweeper-logs"]: LOGS,
+    }
