@@ -1,11 +1,14 @@
-"""``agentturn`` command line: ``agentturn demo`` plays a seed scenario in the terminal."""
+"""``agentturn`` command line: ``agentturn dev`` runs the whole system locally with the browser console;
+``agentturn demo`` plays a seed scenario in the terminal."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from agentturn.commands import ResumeCommand
@@ -117,12 +120,65 @@ def play(scenario: str, ask: Prompt | None = None, out: TextIO | None = None) ->
     return turn
 
 
+def _add_dev_parser(commands: Any) -> None:
+    from agentturn.local.server import DEFAULT_PORT, DEFAULT_USER
+
+    dev = commands.add_parser(
+        "dev",
+        help="run the Lambda handlers on an embedded AWS emulator, with the browser console",
+        description="Serves the console and the HTTP API on 127.0.0.1, with moto as DynamoDB/SQS/S3, a worker "
+        "loop on the resume queue and the sweeper on a timer. Ctrl-C stops it.",
+    )
+    dev.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any free)"
+    )
+    dev.add_argument(
+        "--persist",
+        metavar="DIR",
+        type=Path,
+        help="keep tables and snapshots in DIR/state.json across restarts (default: in memory only)",
+    )
+    dev.add_argument("--user", default=DEFAULT_USER, help=f"the default dev user (default {DEFAULT_USER!r})")
+    dev.add_argument("--quiet", action="store_true", help="do not log each API request")
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from agentturn.local.functions import FunctionsNotFoundError
+    from agentturn.local.gateway import DEV_USER_PATTERN
+    from agentturn.local.server import DevConfig, serve
+
+    if not DEV_USER_PATTERN.match(args.user):
+        sys.stderr.write("agentturn dev: --user must be 1-64 letters, digits, '.', '_', '@' or '-'\n")
+        return 2
+    if not 0 <= args.port <= 65535:
+        sys.stderr.write("agentturn dev: --port must be within 0..65535\n")
+        return 2
+    config = DevConfig(port=args.port, user=args.user, persist=args.persist, log_requests=not args.quiet)
+    try:
+        return serve(config)
+    except FunctionsNotFoundError as exc:
+        sys.stderr.write(f"agentturn dev: {exc}\n")
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in ("moto", "boto3", "botocore", "aws_lambda_powertools"):
+            raise
+        sys.stderr.write(f"agentturn dev: {exc.name} is not installed; python -m pip install -e '.[local]'\n")
+    except OSError as exc:
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            sys.stderr.write(f"agentturn dev: cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); try --port\n")
+        else:
+            raise
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentturn", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="play a seed scenario in the terminal (deterministic demo model)")
     demo.add_argument("scenario", nargs="?", choices=sorted(SCENARIOS), default="support")
+    _add_dev_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "dev":
+        return _dev(args)
     if args.command == "demo":
         try:
             turn = play(args.scenario)

@@ -1,0 +1,138 @@
+"""The repository's Lambda handlers (``functions/<name>/app.py``), loaded and invoked as Lambda would.
+
+Lambda runs each function in isolated containers, each serving one invocation at a time; concurrent
+requests get other containers. A :class:`FunctionPool` does the same with separate imports of the same
+``app.py`` (its module state — Powertools resolver, lazily built services — is per container, as in
+Lambda), so a handler is never entered by two threads at once, which it does not expect.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+from agentturn.local.emulator import WORKER_TIMEOUT_SECONDS
+from agentturn.local.lambda_context import LocalLambdaContext
+from agentturn.local.log import LOGGER_NAME
+
+_log = logging.getLogger(LOGGER_NAME)
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    timeout_ms: int
+    #: How many containers may run at once.
+    concurrency: int
+
+
+#: Timeouts as the deployed stack sets them (infra/config.py), but the worker's, which is shorter locally.
+FUNCTIONS: Final = {
+    "run": FunctionSpec("run", 29_000, 4),
+    "submit": FunctionSpec("submit", 15_000, 2),
+    "worker": FunctionSpec("worker", WORKER_TIMEOUT_SECONDS * 1000, 1),
+    "sweeper": FunctionSpec("sweeper", 60_000, 1),
+}
+
+
+class FunctionsNotFoundError(RuntimeError):
+    pass
+
+
+def find_functions_dir(candidates: Iterable[Path] = ()) -> Path:
+    """The ``functions/`` folder of the checkout: next to ``shared/`` (an editable install) or under the
+    current directory. ``agentturn dev`` runs the repository's handlers, so it needs the checkout."""
+    here = Path(__file__).resolve()
+    for base in (*candidates, Path.cwd(), *here.parents):
+        folder = base / "functions"
+        if (folder / "run" / "app.py").is_file():
+            return folder
+    raise FunctionsNotFoundError(
+        "agentturn dev runs the repository's Lambda handlers (functions/*/app.py) and cannot find them: "
+        "run it from a checkout of the repository (python -m pip install -e . there)"
+    )
+
+
+def _load(path: Path, module_name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise FunctionsNotFoundError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered like any import, so anything that looks a module up by name (typing, pickling) finds it.
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+Handler = Callable[[Any, Any], Any]
+
+
+class FunctionPool:
+    def __init__(self, spec: FunctionSpec, app_path: Path, *, acquire_timeout: float = 60.0) -> None:
+        self.spec = spec
+        self.app_path = app_path
+        self._idle: queue.LifoQueue[ModuleType] = queue.LifoQueue()
+        self._created = 0
+        self._lock = threading.Lock()
+        self._acquire_timeout = acquire_timeout
+
+    def _new_container(self) -> ModuleType:
+        with self._lock:
+            number = self._created
+            self._created += 1
+        return _load(self.app_path, f"_agentturn_dev_{self.spec.name}_{number}")
+
+    def _acquire(self) -> ModuleType:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._lock:
+            can_grow = self._created < self.spec.concurrency
+        if can_grow:
+            return self._new_container()
+        # All containers busy: wait for one, as a throttled Lambda would make the caller wait (bounded).
+        return self._idle.get(timeout=self._acquire_timeout)
+
+    def warm(self) -> ModuleType:
+        """Import one container now (start-up cost and import errors show before the URL is printed)."""
+        container = self._acquire()
+        self._idle.put(container)
+        return container
+
+    def invoke(self, event: Any) -> Any:
+        container = self._acquire()
+        context = LocalLambdaContext(function_name=f"agentturn-{self.spec.name}", timeout_ms=self.spec.timeout_ms)
+        started = time.monotonic()
+        try:
+            handler: Handler = container.handler
+            return handler(event, context)
+        finally:
+            self._idle.put(container)
+            elapsed_ms = (time.monotonic() - started) * 1000
+            if elapsed_ms > self.spec.timeout_ms:
+                _log.warning(
+                    "%s took %.0f ms: Lambda would have stopped it at %d ms",
+                    self.spec.name,
+                    elapsed_ms,
+                    self.spec.timeout_ms,
+                )
+
+
+def load_pools(functions_dir: Path) -> dict[str, FunctionPool]:
+    pools = {}
+    for name, spec in FUNCTIONS.items():
+        path = functions_dir / name / "app.py"
+        if not path.is_file():
+            raise FunctionsNotFoundError(f"missing handler {path}")
+        pools[name] = FunctionPool(spec, path)
+    return pools

@@ -1,0 +1,279 @@
+"""The local API Gateway: an HTTP server on 127.0.0.1 that serves the console and turns every API request
+into an HTTP API (payload 2.0) event for the same run/submit handlers Lambda runs.
+
+It plays API Gateway's JWT authorizer too: the caller is the dev user, chosen per request by the
+``X-Agentturn-Dev-User`` header (the console's user switch) or ``--user``, and handed to the handlers
+only as verified claims (``requestContext.authorizer.jwt.claims.sub``). The header itself is removed
+from the event: the deployed handlers never see it, and nothing deployed would honour it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+from agentturn.api.routes import ALL_GROUPS, SUBMIT_LAMBDA_GROUPS, match_route
+from agentturn.local.emulator import LOOPBACK
+from agentturn.local.events import HttpRequest, HttpResponse, dev_claims, http_api_event, http_response
+from agentturn.local.log import LOGGER_NAME
+
+_log = logging.getLogger(LOGGER_NAME)
+
+DEV_USER_HEADER: Final = "x-agentturn-dev-user"
+DEV_USER_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+#: API Gateway's own payload limit.
+MAX_BODY_BYTES: Final = 10 * 1024 * 1024
+WEB_DIR: Final = Path(__file__).resolve().parent.parent / "web"
+_STATIC_TYPES: Final = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+}
+# Defence in depth for the console: no inline script or handler attribute ever runs, so even a rendering
+# bug could not execute schema text. 'unsafe-eval' is for Ajv, which compiles each schema to a function.
+CONSOLE_HEADERS: Final = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self' 'unsafe-eval'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+_HOP_BY_HOP: Final = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade"})
+
+Invoke = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    port: int
+    default_user: str
+    users: Sequence[str] = ()
+    #: The agent ids the console's picker offers.
+    agent_ids: Callable[[], list[str]] = field(default=lambda: [])
+    #: ``AGENTTURN_MODEL`` as the handlers read it: "demo" labels the console as running the demo model.
+    model: str = "demo"
+    web_dir: Path = WEB_DIR
+    log_requests: bool = True
+
+
+def static_file(web_dir: Path, raw_path: str) -> Path | None:
+    """The console file for ``raw_path``, or ``None``: only known types, never outside ``web_dir``, never
+    the build sources under ``src/``."""
+    relative = unquote(raw_path).lstrip("/") or "index.html"
+    parts = relative.split("/")
+    if any(part in ("", ".", "..") or part.startswith(".") for part in parts) or parts[0] == "src":
+        return None
+    candidate = (web_dir / relative).resolve()
+    if not candidate.is_relative_to(web_dir.resolve()) or candidate.suffix not in _STATIC_TYPES:
+        return None
+    return candidate if candidate.is_file() else None
+
+
+class LocalGateway:
+    def __init__(self, config: GatewayConfig, *, run: Invoke, submit: Invoke) -> None:
+        self.config = config
+        self.run = run
+        self.submit = submit
+        self.server = ThreadingHTTPServer((LOOPBACK, config.port), _handler_class(self))
+        # Request threads must not keep the process alive past a bounded shutdown.
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}/"
+
+    def allowed_hosts(self) -> frozenset[str]:
+        # A DNS-rebinding page could otherwise talk to this server as any dev user.
+        return frozenset({f"{LOOPBACK}:{self.port}", f"localhost:{self.port}"})
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.server.serve_forever, name="gateway", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        if self._thread is None:
+            return True
+        stopper = threading.Thread(target=self.server.shutdown, name="gateway-stop", daemon=True)
+        stopper.start()
+        stopper.join(timeout)
+        self._thread.join(max(0.0, timeout))
+        self.server.server_close()
+        return not self._thread.is_alive()
+
+    # ------------------------------------------------------------------------------------ requests
+
+    def dev_info(self) -> dict[str, Any]:
+        users = [self.config.default_user, *[u for u in self.config.users if u != self.config.default_user]]
+        return {
+            "defaultUser": self.config.default_user,
+            "users": users,
+            "agents": self.config.agent_ids(),
+            "model": self.config.model,
+        }
+
+    def call_api(self, request: HttpRequest, user: str) -> HttpResponse:
+        matched = match_route(request.method, request.raw_path, ALL_GROUPS)
+        route = matched.route
+        parameters: dict[str, str] = {}
+        if route is not None:
+            found = route.regex.match(request.raw_path)
+            parameters = found.groupdict() if found else {}
+        event = http_api_event(
+            request,
+            route_key=route.route_key if route is not None else "$default",
+            path_parameters=parameters,
+            claims=dev_claims(user, f"{self.url}_dev", time.time()),
+            host=f"{LOOPBACK}:{self.port}",
+        )
+        # API Gateway routes each route to its integration: the answers go to the submit Lambda, the
+        # rest (and anything unknown, which the run Lambda answers with a 404 problem) to run.
+        invoke = self.submit if route is not None and route.group in SUBMIT_LAMBDA_GROUPS else self.run
+        try:
+            return http_response(invoke(event))
+        except Exception:
+            # What API Gateway answers when the integration fails.
+            _log.exception("the handler for %s %s raised", request.method, request.raw_path)
+            body = json.dumps({"message": "Internal Server Error"}).encode()
+            return HttpResponse(500, [("Content-Type", "application/json")], body)
+
+
+def _problem(status: int, slug: str, title: str, detail: str) -> HttpResponse:
+    body = {"type": f"https://agentturn.dev/problems/{slug}", "title": title, "status": status, "detail": detail}
+    return HttpResponse(status, [("Content-Type", "application/problem+json")], json.dumps(body).encode())
+
+
+def _problem_slug(response: HttpResponse) -> str:
+    """ " turn-not-found" for a problem answer (what a developer wants to see in the log), else ""."""
+    if response.status < 400:
+        return ""
+    try:
+        kind = json.loads(response.body).get("type", "")
+    except (ValueError, AttributeError):
+        return ""
+    return f" {str(kind).rsplit('/', 1)[-1]}" if kind else ""
+
+
+def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "agentturn-dev"
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # the base class's name
+            _log.debug("%s - %s", self.address_string(), format % args)
+
+        def do_GET(self) -> None:
+            self._dispatch()
+
+        def do_HEAD(self) -> None:
+            self._dispatch()
+
+        def do_POST(self) -> None:
+            self._dispatch()
+
+        def do_PUT(self) -> None:
+            self._dispatch()
+
+        def do_PATCH(self) -> None:
+            self._dispatch()
+
+        def do_DELETE(self) -> None:
+            self._dispatch()
+
+        def do_OPTIONS(self) -> None:
+            self._dispatch()
+
+        def _dispatch(self) -> None:
+            started = time.monotonic()
+            if self.headers.get("Host", "") not in gateway.allowed_hosts():
+                self._send(_problem(421, "misdirected", "Misdirected request", "use the URL agentturn dev printed"))
+                return
+            split = urlsplit(self.path)
+            raw_path = split.path or "/"
+            if self.command in ("GET", "HEAD"):
+                if raw_path == "/_dev/info":
+                    self._send(
+                        HttpResponse(
+                            200, [("Content-Type", "application/json")], json.dumps(gateway.dev_info()).encode()
+                        )
+                    )
+                    return
+                file = static_file(gateway.config.web_dir, raw_path)
+                if file is not None:
+                    headers = [("Content-Type", _STATIC_TYPES[file.suffix]), *CONSOLE_HEADERS.items()]
+                    self._send(HttpResponse(200, headers, file.read_bytes()))
+                    return
+            body = self._read_body()
+            if isinstance(body, HttpResponse):
+                self._send(body)
+                return
+            user = self.headers.get(DEV_USER_HEADER) or gateway.config.default_user
+            if not DEV_USER_PATTERN.match(user):
+                self._send(
+                    _problem(
+                        400,
+                        "invalid-dev-user",
+                        "Invalid dev user",
+                        "a dev user is 1-64 letters, digits, '.', '_', '@' or '-'",
+                    )
+                )
+                return
+            headers = [(k, v) for k, v in self.headers.items() if k.lower() != DEV_USER_HEADER]
+            request = HttpRequest(self.command, raw_path, split.query, headers, body, self.client_address[0])
+            response = gateway.call_api(request, user)
+            self._send(response)
+            if gateway.config.log_requests:
+                _log.info(
+                    "%s %s -> %d%s (%.0f ms, %s)",
+                    self.command,
+                    raw_path,
+                    response.status,
+                    _problem_slug(response),
+                    (time.monotonic() - started) * 1000,
+                    user,
+                )
+
+        def _read_body(self) -> bytes | HttpResponse:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                return _problem(411, "length-required", "Length required", "send a Content-Length, not a chunked body")
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                return _problem(400, "bad-content-length", "Bad Content-Length", "Content-Length is not a number")
+            if length > MAX_BODY_BYTES:
+                self.close_connection = True
+                return _problem(413, "payload-too-large", "Request body too large", f"at most {MAX_BODY_BYTES} bytes")
+            return self.rfile.read(length) if length > 0 else b""
+
+        def _send(self, response: HttpResponse) -> None:
+            try:
+                self.send_response(response.status)
+                for name, value in response.headers:
+                    if name.lower() not in _HOP_BY_HOP:
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(response.body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(response.body)
+            except (BrokenPipeError, ConnectionResetError):
+                # The browser went away (a page reload mid-poll): nothing to answer.
+                self.close_connection = True
+
+    return Handler

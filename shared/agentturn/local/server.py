@@ -1,0 +1,229 @@
+"""``agentturn dev`` put together: emulator → resources (→ restored state) → handlers → gateway, worker
+loop and sweeper; and the reverse on stop, each step bounded in time."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, Final, TextIO
+
+from agentturn.local.emulator import Clients, MotoEmulator, Resources, point_environment_at, provision
+from agentturn.local.functions import FunctionPool, find_functions_dir, load_pools
+from agentturn.local.gateway import GatewayConfig, LocalGateway
+from agentturn.local.log import LOGGER_NAME, configure
+from agentturn.local.loops import PeriodicTask, WorkerLoop, sweeper_action
+
+_log = logging.getLogger(LOGGER_NAME)
+
+DEFAULT_PORT: Final = 8787
+DEFAULT_USER: Final = "dev-user"
+#: Offered by the console's user switch besides the default one, to try the per-user isolation.
+OTHER_USERS: Final = ("alice", "bob")
+#: What the handlers get unless the environment says otherwise: quiet Powertools (no X-Ray, no EMF
+#: metrics on stdout), and a sweeper that picks up an orphaned runnable turn within seconds, not minutes.
+HANDLER_DEFAULTS: Final = {
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_METRICS_NAMESPACE": "agentturn-dev",
+    "AGENTTURN_SWEEP_IDLE_SECONDS": "10",
+}
+STOP_TIMEOUT_SECONDS: Final = 10.0
+
+
+@dataclass(frozen=True)
+class DevConfig:
+    port: int = DEFAULT_PORT
+    user: str = DEFAULT_USER
+    users: tuple[str, ...] = OTHER_USERS
+    persist: Path | None = None
+    sweep_interval: float = 10.0
+    snapshot_interval: float = 30.0
+    functions_dir: Path | None = None
+    log_requests: bool = True
+
+
+def _agent_ids() -> list[str]:
+    from agentturn.api.agents import load_agents
+    from agentturn.api.settings import Settings
+
+    ids: list[str] = []
+    for agent in load_agents(Settings.from_env().agents):
+        if agent.id not in ids:
+            ids.append(agent.id)
+    return ids
+
+
+@dataclass
+class DevServer:
+    config: DevConfig
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    emulator: MotoEmulator | None = None
+    resources: Resources | None = None
+    clients: Clients | None = None
+    pools: dict[str, FunctionPool] = field(default_factory=dict)
+    gateway: LocalGateway | None = None
+    worker: WorkerLoop | None = None
+    tasks: list[PeriodicTask] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        assert self.gateway is not None, "start() first"
+        return self.gateway.url
+
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop(snapshot=False)
+            raise
+
+    def _start(self) -> None:
+        functions_dir = self.config.functions_dir or find_functions_dir()
+        self.emulator = MotoEmulator()
+        endpoint = self.emulator.start()
+        point_environment_at(endpoint)
+        self.clients = Clients.for_endpoint(endpoint)
+        self.resources = provision(self.clients)
+        for key, value in {**HANDLER_DEFAULTS, **self.resources.names.to_env()}.items():
+            if key in HANDLER_DEFAULTS:
+                os.environ.setdefault(key, value)
+            else:
+                os.environ[key] = value
+        if self.config.persist is not None:
+            from agentturn.local.persist import restore
+
+            restored = restore(self.clients, self.resources, self.config.persist)
+            if restored is not None:
+                self.out.write(f"restored {restored.describe()} from {self.config.persist}\n")
+        # Lambda puts the bundle's root on sys.path; the checkout's root plays that part here (so that an
+        # AGENTTURN_AGENTS module of the checkout imports as it would in the deployed bundle).
+        root = str(functions_dir.parent)
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        self.agents = _agent_ids()  # a wrong AGENTTURN_AGENTS fails here, before the URL is printed
+        self.pools = load_pools(functions_dir)
+        for pool in self.pools.values():
+            pool.warm()
+        self.gateway = LocalGateway(
+            GatewayConfig(
+                port=self.config.port,
+                default_user=self.config.user,
+                users=self.config.users,
+                agent_ids=lambda: list(self.agents),
+                model=self.model,
+                log_requests=self.config.log_requests,
+            ),
+            run=self.pools["run"].invoke,
+            submit=self.pools["submit"].invoke,
+        )
+        self.worker = WorkerLoop(
+            self.clients.sqs, self.resources.queue_url, self.resources.queue_arn, self.pools["worker"].invoke
+        )
+        self.tasks = [PeriodicTask("sweeper", self.config.sweep_interval, sweeper_action(self.pools["sweeper"].invoke))]
+        if self.config.persist is not None:
+            self.tasks.append(PeriodicTask("snapshot", self.config.snapshot_interval, self._snapshot))
+        self.worker.start()
+        for task in self.tasks:
+            task.start()
+        self.gateway.start()
+
+    def _snapshot(self) -> None:
+        if self.config.persist is None or self.clients is None or self.resources is None:
+            return
+        from agentturn.local.persist import snapshot
+
+        snapshot(self.clients, self.resources, self.config.persist)
+
+    def stop(self, *, snapshot: bool = True) -> list[str]:
+        """Stop everything (new requests first, the emulator last); returns what did not stop in time."""
+        stuck: list[str] = []
+        # Every loop is told first, so their waits overlap instead of adding up.
+        if self.worker is not None:
+            self.worker.request_stop()
+        for task in self.tasks:
+            task.request_stop()
+        if self.gateway is not None and not self.gateway.stop(STOP_TIMEOUT_SECONDS / 2):
+            stuck.append("gateway")
+        if self.worker is not None and not self.worker.stop(STOP_TIMEOUT_SECONDS):
+            stuck.append("worker loop (a batch was still running)")
+        for task in self.tasks:
+            if not task.stop(STOP_TIMEOUT_SECONDS / 2):
+                stuck.append(task.name)
+        if snapshot and self.config.persist is not None and self.emulator is not None:
+            try:
+                self._snapshot()
+                self.out.write(f"state saved to {self.config.persist}\n")
+            except Exception:
+                _log.exception("could not save the state to %s", self.config.persist)
+                stuck.append("snapshot")
+        if self.emulator is not None and not self.emulator.stop(STOP_TIMEOUT_SECONDS / 2):
+            stuck.append("emulator")
+        self.gateway = self.worker = self.emulator = None
+        self.tasks = []
+        return stuck
+
+    @property
+    def model(self) -> str:
+        return os.environ.get("AGENTTURN_MODEL", "").strip().lower() or "demo"
+
+    def banner(self) -> str:
+        assert self.emulator is not None
+        model_text = "demo (deterministic scripted replies, not an LLM)" if self.model == "demo" else self.model
+        state = (
+            f"kept in {self.config.persist}"
+            if self.config.persist
+            else "in memory (gone on exit; --persist DIR keeps it)"
+        )
+        return (
+            f"agentturn dev: console at {self.url}\n"
+            f"  user      {self.config.user} (switch in the console; local only)\n"
+            f"  agents    {', '.join(self.agents)}\n"
+            f"  model     {model_text}\n"
+            f"  emulator  moto at {self.emulator.endpoint_url} (DynamoDB, SQS, S3)\n"
+            f"  state     {state}\n"
+            "Press Ctrl-C to stop.\n"
+        )
+
+
+def serve(config: DevConfig, out: TextIO | None = None) -> int:
+    """Run until SIGINT/SIGTERM; a second signal exits at once."""
+    out = out or sys.stdout
+    configure(logging.INFO if config.log_requests else logging.WARNING)
+    server = DevServer(config, out=out)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stopping.is_set():
+            out.write("\nforced exit\n")
+            out.flush()
+            os._exit(130)
+        stopping.set()
+
+    previous: dict[signal.Signals, Any] = {}
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        previous[stop_signal] = signal.signal(stop_signal, on_signal)
+    try:
+        server.start()
+        out.write(server.banner())
+        out.flush()
+        while not stopping.wait(0.5):  # a short wait keeps signal delivery prompt everywhere
+            pass
+        out.write("\nstopping…\n")
+        out.flush()
+        stuck = server.stop()
+        if stuck:
+            out.write(f"did not stop in time: {', '.join(stuck)}\n")
+        out.write("stopped\n")
+        out.flush()
+        return 0
+    finally:
+        for stop_signal, handler in previous.items():
+            signal.signal(stop_signal, handler)
