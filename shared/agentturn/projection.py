@@ -63,6 +63,18 @@ def _sync_card(memory: ChatMemory, card: CardMessage, known_version: int) -> Non
         raise RuntimeError(f"card {card.message_id!r} changed while being repaired")
 
 
+def is_projected(turn: Turn) -> bool:
+    """Whether this process knows the timeline to hold all of ``turn`` (its marks cover everything)."""
+    mark = turn.projection
+    return mark.messages == len(turn.messages) and all(mark.cards.get(c.message_id) == c.version for c in turn.cards)
+
+
+def mark_projected(turn: Turn) -> None:
+    """Accept a receipt that the timeline holds all of ``turn``: the next projection writes only what is new."""
+    turn.projection.messages = len(turn.messages)
+    turn.projection.cards = {card.message_id: card.version for card in turn.cards}
+
+
 def project(turn: Turn, memory: ChatMemory) -> None:
     """Bring the timeline up to ``turn``; advances ``turn.projection`` for what was written."""
     mark = turn.projection

@@ -14,11 +14,14 @@ from agentturn._wire import WireModel
 class ResumeMessage(WireModel):
     turn_id: str = Field(min_length=1, max_length=128)
     version: int = Field(ge=0)
+    #: The sender saw the timeline hold all of snapshot ``version``: a worker that finds that very version
+    #: need not verify the projection again (a receipt; without it the worker checks, as after a crash).
+    projected: bool = False
 
 
 @runtime_checkable
 class ResumeQueue(Protocol):
-    def enqueue(self, turn_id: str, version: int) -> None: ...
+    def enqueue(self, turn_id: str, version: int, *, projected: bool = False) -> None: ...
 
 
 class InMemoryResumeQueue:
@@ -26,9 +29,9 @@ class InMemoryResumeQueue:
         self._lock = threading.Lock()
         self._messages: deque[ResumeMessage] = deque()
 
-    def enqueue(self, turn_id: str, version: int) -> None:
+    def enqueue(self, turn_id: str, version: int, *, projected: bool = False) -> None:
         with self._lock:
-            self._messages.append(ResumeMessage(turn_id=turn_id, version=version))
+            self._messages.append(ResumeMessage(turn_id=turn_id, version=version, projected=projected))
 
     def drain(self) -> list[ResumeMessage]:
         with self._lock:

@@ -40,7 +40,7 @@ from agentturn.messages import (
     approval_message_id,
     form_message_id,
 )
-from agentturn.projection import card_sort_key, project, stamp
+from agentturn.projection import card_sort_key, mark_projected, project, stamp
 from agentturn.resume import apply_resume, cancel_cards, expire_wait
 from agentturn.state import (
     MAX_ACCEPTED_REQUESTS,
@@ -147,14 +147,23 @@ class Runner:
         lease: Lease | None = None,
         should_yield: YieldProbe | None = None,
         turn: Turn | None = None,
+        projected_version: int | None = None,
     ) -> Turn:
         """Continue a runnable turn until blocked, terminal, or ``should_yield()`` says stop.
 
         With ``lease`` (a worker's claim) the run writes under it; without, the runner claims one itself.
         A turn that is not runnable, or whose lease another holder has, is returned as stored. ``turn`` is
         the caller's fresh copy, to save a read (a stale one only costs a refused write, never a wrong one).
+        ``projected_version`` is a receipt (from the resume message) that the timeline held that version.
         """
-        return self._continue(turn_id, lease=lease, should_yield=should_yield, turn=turn, created_here=False)
+        return self._continue(
+            turn_id,
+            lease=lease,
+            should_yield=should_yield,
+            turn=turn,
+            created_here=False,
+            projected_version=projected_version,
+        )
 
     def _continue(
         self,
@@ -164,6 +173,7 @@ class Runner:
         should_yield: YieldProbe | None,
         turn: Turn | None,
         created_here: bool,
+        projected_version: int | None = None,
     ) -> Turn:
         if lease is None:
             lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
@@ -176,6 +186,8 @@ class Runner:
                 self.store.release(lease)
                 return current
             agent = self.agent_for(current)
+            if projected_version is not None and projected_version == current.version:
+                mark_projected(current)
         except Exception:
             self.store.release(lease)
             raise

@@ -37,7 +37,9 @@ class Worker:
         self.worker_id = worker_id or f"worker-{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds if lease_seconds is not None else runner.lease_seconds
 
-    def process(self, turn_id: str, *, should_yield: YieldProbe | None = None) -> WorkResult:
+    def process(
+        self, turn_id: str, *, should_yield: YieldProbe | None = None, projected_version: int | None = None
+    ) -> WorkResult:
         """Claim → run until blocked/terminal/yield → release. Duplicates and held leases are no-ops."""
         store = self.runner.store
         # Claim first: the common case (a runnable turn) then costs one conditional write and one read.
@@ -49,5 +51,7 @@ class Worker:
                 return WorkResult(WorkOutcome.NOT_FOUND, None)
             outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
             return WorkResult(outcome, current)
-        turn = self.runner.run_turn(turn_id, lease=lease, should_yield=should_yield, turn=lease.turn)
+        turn = self.runner.run_turn(
+            turn_id, lease=lease, should_yield=should_yield, turn=lease.turn, projected_version=projected_version
+        )
         return WorkResult(WorkOutcome.ADVANCED, turn)

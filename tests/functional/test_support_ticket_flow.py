@@ -67,7 +67,10 @@ def test_support_ticket_runs_to_completion_through_run_submit_and_worker(deploym
     }
     assert submitted.headers["location"] == f"/turns/{turn_id}"
     messages = deployment.receive()
-    assert [json.loads(m["Body"]) for m in messages] == [{"turnId": turn_id, "version": submitted.json["version"]}]
+    # ... carrying the receipt that the timeline already shows the SUBMITTED card
+    assert [json.loads(m["Body"]) for m in messages] == [
+        {"turnId": turn_id, "version": submitted.json["version"], "projected": True}
+    ]
 
     # WHEN the worker gets the message actually received from the queue
     result = deployment.deliver(messages)

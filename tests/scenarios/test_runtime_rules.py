@@ -10,6 +10,7 @@ from agentturn import (
     Agent,
     AiMessage,
     ApprovalMessage,
+    CardAction,
     ChatMemory,
     ChatRequest,
     ConversationBusyError,
@@ -29,6 +30,7 @@ from agentturn import (
     WorkOutcome,
 )
 from agentturn.messages import TimelineMessage
+from agentturn.projection import is_projected
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
     SUPPORT_DATA,
@@ -402,3 +404,76 @@ def test_an_orphaned_ready_turn_cannot_start_beside_the_active_one(backend: Back
     assert result.turn.error is not None and result.turn.error.type == "conversation_busy"
     assert backend.memory("conv").get_active_turn() == active.id
     assert backend.store.load(active.id).status is TurnStatus.WAITING_FOR_USER
+
+
+def test_a_projection_receipt_spares_the_worker_a_second_card_write(backend: Backend) -> None:
+    # GIVEN a submitted form whose submission was projected (the card is SUBMITTED in the timeline)
+    card_writes: list[str] = []
+
+    class CountingMemory(FlakyMemory):
+        def update_message(self, message: Any, expected_version: int) -> bool:
+            card_writes.append(message.message_id)
+            return self.inner.update_message(message, expected_version)
+
+    wrapped: dict[str, CountingMemory] = {}
+
+    def provider(conversation_id: str) -> ChatMemory:
+        wrapped.setdefault(conversation_id, CountingMemory(backend.memory(conversation_id)))
+        return wrapped[conversation_id]  # type: ignore[return-value]
+
+    agent = Agent(
+        id="a",
+        instructions="",
+        chat_model=ScriptedChatModel(
+            reply_after_tools(
+                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})),
+                final_from_last_tool,
+            )
+        ),
+        tools=[UserInputTool(forms=[support_form()])],
+    )
+    runner = backend.runner([agent])
+    runner.chat_memory = provider
+    waiting = runner.run(agent, "conv", "ticket")
+    accepted = runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    assert is_projected(accepted)
+    writes_by_submit = len(card_writes)
+
+    # WHEN the worker takes the receipt that the timeline holds that version
+    done = Worker(runner).process(waiting.id, projected_version=accepted.version).turn
+
+    # THEN it finished without writing the card again, and the timeline is whole
+    assert done is not None and done.status is TurnStatus.COMPLETED
+    assert len(card_writes) == writes_by_submit == 1
+    assert [m.type for m in backend.memory("conv").get_messages()] == ["user", "ai", "agent_form", "tool", "ai"]
+
+
+def test_a_receipt_for_another_version_is_ignored(backend: Backend) -> None:
+    # GIVEN a submitted form, and a receipt naming an older version (the sender saw an earlier snapshot)
+    agent = Agent(
+        id="a",
+        instructions="",
+        chat_model=ScriptedChatModel(
+            reply_after_tools(
+                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})),
+                final_from_last_tool,
+            )
+        ),
+        tools=[UserInputTool(forms=[support_form()])],
+    )
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "conv", "ticket")
+    accepted = runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    # ... while the card write of the submission was in fact lost
+    memory = backend.memory("conv")
+    stale = memory.get_message(f"{waiting.id}:input:call-1")
+    assert isinstance(stale, FormMessage)
+    pending = stale.model_copy(update={"status": FormStatus.PENDING, "version": 1, "actions": [CardAction.SUBMIT]})
+    assert memory.update_message(pending, expected_version=2)
+
+    # WHEN the worker gets the receipt for the wrong version
+    Worker(runner).process(waiting.id, projected_version=accepted.version - 1)
+
+    # THEN it verified the projection and repaired the card
+    repaired = memory.get_message(f"{waiting.id}:input:call-1")
+    assert isinstance(repaired, FormMessage) and repaired.status is FormStatus.SUBMITTED

@@ -26,6 +26,7 @@ from agentturn.api.services import OwnerScopedStore, Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.commands import ResumeCommand
 from agentturn.errors import ConversationBusyError, IdempotencyConflictError, InvalidResumeError, UnknownAgentError
+from agentturn.projection import is_projected
 from agentturn.runner import Runner
 from agentturn.state import Turn
 
@@ -86,7 +87,7 @@ class Operations:
             raise
         if turn.status.is_runnable:
             # Out of time (or another holder has it): saved runnable, so a worker picks it up from here.
-            self.services.queue.enqueue(turn.id, turn.version)
+            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn))
             _log.info("turn %r handed to the worker at version %d", turn.id, turn.version)
             return StartedTurn(turn, handed_off=True)
         return StartedTurn(turn, handed_off=False)
@@ -141,7 +142,7 @@ class Operations:
         if turn.status.is_runnable:
             # Also on a replay: if the first attempt died between its write and its send, the retry is what
             # hands the turn on (a duplicate message is harmless: workers make it a no-op).
-            self.services.queue.enqueue(turn.id, turn.version)
+            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn))
         return ActionAccepted(
             turn_id=turn.id, action_id=accepted.action_id, version=accepted.version, accepted_at=accepted.accepted_at
         )

@@ -99,7 +99,8 @@ class SqsWorker:
         self.telemetry.bind(turnId=message.turn_id)
         picked_up = self.services.clock()
         try:
-            result = worker.process(message.turn_id, should_yield=should_yield)
+            receipt = message.version if message.projected else None
+            result = worker.process(message.turn_id, should_yield=should_yield, projected_version=receipt)
         except Exception:
             # Logged here with the record's ids, then re-raised for the batch processor to report only
             # this record: SQS redelivers it (the run released its lease; what it saved before stays).

@@ -78,9 +78,10 @@ class SqsResumeQueue:
         self.delay_seconds = delay_seconds
         self.fifo = queue_url.endswith(".fifo")
 
-    def enqueue(self, turn_id: str, version: int) -> None:
-        message = ResumeMessage(turn_id=turn_id, version=version)
-        body = json.dumps(message.to_wire(), separators=(",", ":"))
+    def enqueue(self, turn_id: str, version: int, *, projected: bool = False) -> None:
+        message = ResumeMessage(turn_id=turn_id, version=version, projected=projected)
+        # Defaults left out: a message without a receipt is the plain {"turnId", "version"}.
+        body = message.model_dump_json(by_alias=True, exclude_defaults=True)
         kwargs: dict[str, Any] = {}
         if self.fifo:
             kwargs["MessageGroupId"] = turn_id
