@@ -28,8 +28,8 @@ Context keys (all optional):
 ``workerMaxConcurrency``         most concurrent worker invocations (default 20; protects the model quota)
 ``sweepIntervalMinutes``         how often the sweeper runs (default 1)
 ``expireOverdueWaits``           the sweeper also ends waits whose input timeout has passed
-                                 (``AGENTTURN_EXPIRE_OVERDUE``; default false, as in the handlers); turn
-                                 it on when agents set input timeouts. It widens the sweeper's access.
+                                 (``AGENTTURN_EXPIRE_OVERDUE``; default true, as in the handlers); it
+                                 widens the sweeper's access. Turn it off if no agent sets a timeout.
 ``terminalTtlDays``              delete terminal turns (DynamoDB TTL) this many days after they end
 ``snapshotObjectExpirationDays`` expire spilled turn snapshots (``turns/`` prefix) after this many days;
                                  only safe if no turn waits longer than that (default: never)
@@ -103,7 +103,7 @@ class StackConfig:
     worker_batch_window_seconds: int = 0
     worker_max_concurrency: int = 20
     sweep_interval_minutes: int = 1
-    expire_overdue_waits: bool = False
+    expire_overdue_waits: bool = True
     terminal_ttl_days: int | None = None
     snapshot_object_expiration_days: int | None = None
     api_throttle_rate: int = 50

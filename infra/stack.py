@@ -247,8 +247,9 @@ class AgentTurnStack(Stack):
             # A sweeper that only re-enqueues decides from the index projection alone: without the bucket
             # it makes no S3 client (and it has no S3 permission either).
             env[tables.ENV_SNAPSHOT_BUCKET] = self.bucket.bucket_name
-        if name == "sweeper" and config.expire_overdue_waits:
-            env["AGENTTURN_EXPIRE_OVERDUE"] = "true"
+        if name == "sweeper":
+            # Said either way: the handlers' own default must not decide what IAM was granted for.
+            env["AGENTTURN_EXPIRE_OVERDUE"] = "true" if config.expire_overdue_waits else "false"
         if config.default_agent is not None:
             env["AGENTTURN_DEFAULT_AGENT"] = config.default_agent
         if config.bedrock_model_id is not None:

@@ -7,7 +7,7 @@ from agentturn.demo import demo_agents
 
 
 def short_wait_agents() -> list[Agent]:
-    """The demo support agent, whose forms expire one second after they are asked for."""
+    """The demo support agent, whose forms expire an hour after they are asked for."""
     support = next(a for a in demo_agents() if a.id == "support-agent")
     return [
         Agent(
@@ -15,7 +15,7 @@ def short_wait_agents() -> list[Agent]:
             instructions=support.instructions,
             chat_model=support.chat_model,
             tools=list(support.tools.values()),
-            policy=ExecutionPolicy(input_timeout=1.0),
+            policy=ExecutionPolicy(input_timeout=3600.0),
         )
     ]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agentturn.aws.turn_store import DynamoDBTurnStore
 from tests.functional.harness import Deployment, FakeLambdaContext, http_event, load_event
 from tests.support.emulators import Emulator
 
@@ -171,14 +172,14 @@ def test_the_sweeper_recovers_a_run_whose_handoff_was_lost(deployment: Deploymen
 def test_the_sweeper_expires_an_unanswered_form_and_the_worker_finishes_the_turn(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # GIVEN a deployment whose agent gives people one second per form, with expiry enabled in the sweeper
+    # GIVEN a deployment whose agent gives people an hour per form (expiry is on in the sweeper by default)
     monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:short_wait_agents")
-    monkeypatch.setenv("AGENTTURN_EXPIRE_OVERDUE", "true")
     turn = _waiting(deployment)
     assert turn["suspension"]["expiresAt"]
 
-    # WHEN nobody answers in time and the sweeper runs
-    time.sleep(1.2)
+    # WHEN nobody answers in time (the stored deadline is put in the past rather than waited for: the
+    # handlers read the real clock) and the sweeper runs
+    _expire_now(deployment, turn["turnId"])
     swept = deployment.sweeper()
 
     # THEN the wait was closed and handed to the worker, which ends the turn without the tool
@@ -195,6 +196,33 @@ def test_the_sweeper_expires_an_unanswered_form_and_the_worker_finishes_the_turn
     # AND a late submission is refused without changing anything
     before = deployment.dump()
     assert _submit(deployment, turn, "late").status == 409
+    assert deployment.dump() == before
+
+
+def _expire_now(deployment: Deployment, turn_id: str) -> None:
+    """Put a wait's stored deadline in the past: the handlers read the real clock, so the data moves."""
+    store = DynamoDBTurnStore(deployment.names.turns_table, client=deployment.dynamodb)
+    stored = store.load(turn_id)
+    assert stored.suspension is not None
+    stored.suspension.expires_at = time.time() - 1
+    store.save(stored, expected_version=stored.version)
+
+
+def test_a_submission_after_the_deadline_is_refused_even_before_the_sweep(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a form whose deadline has passed, not yet swept
+    monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:short_wait_agents")
+    turn = _waiting(deployment)
+    _expire_now(deployment, turn["turnId"])
+    before = deployment.dump()
+
+    # WHEN the person submits it anyway
+    response = _submit(deployment, turn, "too-late")
+
+    # THEN it is refused as expired (409) and nothing stored changed
+    assert response.status == 409
+    assert response.json["type"].endswith("/input-expired")
     assert deployment.dump() == before
 
 

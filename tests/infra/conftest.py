@@ -12,7 +12,7 @@ import pytest
 from tests.infra.synth import Synth, synthesise
 
 #: Every non-default knob at once: an external identity provider, a dev (destroy) stack on arm64 with
-#: Bedrock models, TTLs, CORS, an alarm e-mail and a sweeper that expires overdue waits.
+#: Bedrock models, TTLs, CORS, an alarm e-mail and a sweeper that does not expire overdue waits.
 VARIANT_CONTEXT: Final[dict[str, Any]] = {
     "stackName": "AgentTurnDev",
     "removalPolicy": "destroy",
@@ -30,7 +30,7 @@ VARIANT_CONTEXT: Final[dict[str, Any]] = {
     "corsAllowedOrigins": "https://console.example.com",
     "alarmEmail": "oncall@example.com",
     "tracing": "false",
-    "expireOverdueWaits": "true",
+    "expireOverdueWaits": "false",
 }
 
 

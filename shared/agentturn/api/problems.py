@@ -231,6 +231,7 @@ _RESUME_CONFLICTS: Final[Mapping[str, tuple[str, str]]] = {
     "not_waiting": ("turn-not-waiting", "Turn is not waiting for a person"),
     "wrong_command": ("wrong-action-kind", "Wrong kind of answer for this action"),
     "not_suspendable": ("turn-not-waiting", "Turn is not waiting for a person"),
+    "input_expired": ("input-expired", "The time to answer has passed"),
 }
 
 

@@ -29,9 +29,11 @@ def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -
     return value
 
 
-def _flag(env: Mapping[str, str], name: str) -> bool:
+def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
     raw = env.get(name, "").strip().lower()
-    if raw in ("", "0", "false", "no", "off"):
+    if raw == "":
+        return default
+    if raw in ("0", "false", "no", "off"):
         return False
     if raw in ("1", "true", "yes", "on"):
         return True
@@ -62,9 +64,10 @@ class Settings:
     sweep_limit: int = 100
     #: Terminal turns are deleted by DynamoDB TTL this long after they end (``None``: kept).
     terminal_ttl_seconds: int | None = None
-    #: The sweeper also closes waits whose input timeout has passed (``Runner.expire_overdue``). Off by
-    #: default: it needs the "overdue" index and read/write access to turns, timeline and bucket.
-    expire_overdue: bool = False
+    #: The sweeper also closes waits whose input timeout has passed (``Runner.expire_overdue``): a wait that
+    #: nobody answers must not hold its conversation forever. It needs the "overdue" index and read/write
+    #: access to turns, timeline and bucket; with no agent setting a timeout it finds nothing.
+    expire_overdue: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -81,5 +84,5 @@ class Settings:
             sweep_idle_seconds=_int(env, "AGENTTURN_SWEEP_IDLE_SECONDS", cls.sweep_idle_seconds, 0, 86_400),
             sweep_limit=_int(env, "AGENTTURN_SWEEP_LIMIT", cls.sweep_limit, 1, 10_000),
             terminal_ttl_seconds=ttl or None,
-            expire_overdue=_flag(env, "AGENTTURN_EXPIRE_OVERDUE"),
+            expire_overdue=_flag(env, "AGENTTURN_EXPIRE_OVERDUE", default=cls.expire_overdue),
         )
