@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -25,6 +26,7 @@ class ChatModel(Protocol):
 
 
 ScriptFunction = Callable[[ChatRequest], AiMessage]
+_KEPT_REQUESTS = 256
 
 
 class ScriptExhaustedError(RuntimeError):
@@ -46,7 +48,8 @@ class ScriptedChatModel:
         else:
             self._function = None
             self._responses = list(responses_or_function)
-        self.requests: list[ChatRequest] = []
+        # The latest requests, for tests to inspect; bounded, since a warm Lambda reuses the model forever.
+        self.requests: deque[ChatRequest] = deque(maxlen=_KEPT_REQUESTS)
 
     def chat(self, request: ChatRequest) -> AiMessage:
         self.requests.append(request)
