@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Any
 
-from agentturn import InMemoryChatMemory, InMemoryTurnStore, ResumeCommand, Runner, Turn, Worker
+from agentturn import InMemoryChatMemory, InMemoryTurnStore, Lease, ResumeCommand, Runner, Turn, Worker
 from agentturn.demo import demo_agents
 
 DATA = {"affectedSystem": "统一登录系统", "impactScope": "ALL_USERS"}
@@ -29,10 +29,10 @@ class CountingStore(InMemoryTurnStore):
         self.writes = 0
         self.bytes = 0
 
-    def create(self, turn: Turn) -> Turn:
+    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
         self.writes += 1
         self.bytes += len(turn.model_dump_json(by_alias=True))
-        return super().create(turn)
+        return super().create(turn, lease=lease)
 
     def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
         self.writes += 1

@@ -52,7 +52,7 @@ from agentturn.state import (
     TurnPhase,
     TurnStatus,
 )
-from agentturn.store import InMemoryTurnStore, Lease, TurnStore
+from agentturn.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.tools import Tool, ToolContext, tool_context
 
 _log = logging.getLogger("agentturn.runner")
@@ -133,12 +133,29 @@ class Runner:
     ) -> Turn:
         """Create the turn READY (and take the conversation); run nothing."""
         self.register(agent)
-        return self._create(agent, conversation_id, input, metadata)
+        turn, _ = self._create(agent, conversation_id, input, metadata, hold=False)
+        return turn
 
-    def run(self, agent: Agent, conversation_id: str, input: str, *, metadata: Mapping[str, Any] | None = None) -> Turn:
-        """Create a turn and run it in this thread until it is blocked or terminal."""
-        turn = self.start(agent, conversation_id, input, metadata=metadata)
-        return self._continue(turn.id, lease=None, should_yield=None, turn=turn, created_here=True)
+    def run(
+        self,
+        agent: Agent,
+        conversation_id: str,
+        input: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        should_yield: YieldProbe | None = None,
+        on_started: Callable[[Turn], None] | None = None,
+    ) -> Turn:
+        """Create a turn and run it in this thread until it is blocked, terminal, or ``should_yield()``.
+
+        The turn is created already leased to this runner (one write, and no worker can take it meanwhile);
+        ``on_started(turn)`` is told once it exists and holds its conversation.
+        """
+        self.register(agent)
+        turn, lease = self._create(agent, conversation_id, input, metadata, hold=True)
+        if on_started is not None:
+            on_started(turn)
+        return self._continue(turn.id, lease=lease, should_yield=should_yield, turn=turn, created_here=True)
 
     def run_turn(
         self,
@@ -193,7 +210,8 @@ class Runner:
             raise
         run = _Run(turn=current, agent=agent, lease=lease, should_yield=should_yield)
         if current.status is TurnStatus.READY and not created_here and not self._holds_conversation(run):
-            self._finish(run, TurnStatus.FAILED, "conversation_busy", "another turn holds the conversation")
+            message = "the turn does not hold its conversation (another turn does, or its start failed)"
+            self._finish(run, TurnStatus.FAILED, "conversation_busy", message)
             return run.turn
         return self._drive(run)
 
@@ -312,7 +330,13 @@ class Runner:
     def _memory(self, conversation_id: str) -> ChatMemory | None:
         return self.chat_memory(conversation_id) if self.chat_memory is not None else None
 
-    def _create(self, agent: Agent, conversation_id: str, input: str, metadata: Mapping[str, Any] | None) -> Turn:
+    def _create(
+        self, agent: Agent, conversation_id: str, input: str, metadata: Mapping[str, Any] | None, *, hold: bool
+    ) -> tuple[Turn, Lease | None]:
+        """The stored turn, holding its conversation; with ``hold`` also leased to this runner.
+
+        A held turn runs on at once, so its timeline is written by its first save, not here.
+        """
         if not conversation_id:
             raise ValueError("conversation_id must be non-empty")
         memory = self._memory(conversation_id)
@@ -329,22 +353,27 @@ class Runner:
         )
         turn.messages.append(stamp(turn, UserMessage(content=input)))
         self._reserve_sequences(turn)
-        turn = self.store.create(turn)
+        lease = Lease(turn.id, self.worker_id, new_lease_id(), now + self.lease_seconds) if hold else None
+        turn = self.store.create(turn, lease=lease)
         if memory is not None:
             self._take_conversation(memory, turn)
         self._emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version)
         self._emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
-        self._project(turn)
-        return turn
+        if not hold:
+            self._project(turn)
+        return turn, lease
 
     def _holds_conversation(self, run: _Run) -> bool:
-        """A READY turn that a worker picked up (e.g. after a crash right after it was created) may only
-        start if it owns its conversation — otherwise two turns could be active in one conversation."""
+        """A READY turn that a worker picked up may only start if it took its conversation when it was made.
+
+        One that never did (its start crashed between the two writes) is never started later, not even in a
+        conversation that has become free: its caller was answered with an error and may well have retried,
+        and the retry's turn has then already done what this one would do again (a second ticket, refund...).
+        """
         memory = self._memory(run.turn.conversation_id)
         if memory is None:
             return True
-        active = memory.get_active_turn()
-        return active == run.turn.id or (active is None and memory.set_active_turn(run.turn.id, expected=None))
+        return memory.get_active_turn() == run.turn.id
 
     def _take_conversation(self, memory: ChatMemory, turn: Turn) -> None:
         """Make ``turn`` the conversation's active turn, or remove it and raise ConversationBusyError.

@@ -39,8 +39,8 @@ class RunnableTurn:
 class TurnStore(Protocol):
     """Turn snapshots. Every write is conditional; a lost condition raises ``VersionConflictError``."""
 
-    def create(self, turn: Turn) -> Turn:
-        """Store a new turn at version 1 (the id must not exist)."""
+    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
+        """Store a new turn at version 1 (the id must not exist); with ``lease``, already claimed by it."""
         ...
 
     def load(self, turn_id: str) -> Turn: ...
@@ -132,7 +132,7 @@ class InMemoryTurnStore:
         turn = check_schema_version(Turn.model_validate_json(record.body))
         return turn.model_copy(update={"version": record.version, "cancel_requested": record.cancel_requested})
 
-    def create(self, turn: Turn) -> Turn:
+    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
         with self._lock:
             if turn.id in self._records:
                 existing = self._records[turn.id]
@@ -144,6 +144,7 @@ class InMemoryTurnStore:
                 status=stored.status,
                 updated_at=self._clock(),
                 cancel_requested=stored.cancel_requested,
+                lease=replace(lease, turn=None) if lease is not None else None,
                 wait_expires_at=wait_deadline(stored),
             )
             return self._decode(self._records[turn.id])

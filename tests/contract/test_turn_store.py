@@ -22,7 +22,7 @@ from agentturn import (
 )
 from agentturn.projection import stamp
 from agentturn.state import SCHEMA_VERSION, Suspension, SuspensionType
-from agentturn.store import RunnableTurn
+from agentturn.store import RunnableTurn, new_lease_id
 from tests.contract.conftest import Kit, new_turn
 
 T = TypeVar("T")
@@ -597,3 +597,19 @@ def test_an_answered_wait_is_no_longer_overdue(kit: Kit) -> None:
 
     # THEN the sweeper no longer sees it
     assert wait_for_overdue(kit, lambda f: not f) == []
+
+
+def test_a_turn_created_with_a_lease_is_held_from_its_first_write(kit: Kit) -> None:
+    # GIVEN a turn created already leased (a synchronous run: one write instead of a create and a claim)
+    turn = new_turn()
+    lease = Lease(turn.id, "runner-1", new_lease_id(), kit.clock() + LEASE)
+    created = kit.store.create(turn, lease=lease)
+
+    # THEN nobody else can claim it, a sweep does not list it, and the holder writes under that lease
+    assert kit.store.claim(created.id, "worker-2", LEASE) is None
+    assert created.id not in {r.turn_id for r in kit.store.find_runnable(idle_seconds=0)}
+    with pytest.raises(VersionConflictError):
+        kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1)
+    saved = kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id)
+    assert saved.version == 2
+    assert kit.store.release(lease)

@@ -72,18 +72,30 @@ class Operations:
         metadata: dict[str, Any] = {**(request.metadata or {}), OWNER_KEY: caller}
         runner = self._runner_for(caller)
         self.telemetry.bind(conversationId=conversation_id)
+        started: list[Turn] = []
+
+        def on_started(turn: Turn) -> None:
+            started.append(turn)
+            self.telemetry.bind(turnId=turn.id)
+
         try:
-            turn = runner.start(agent, conversation_key(caller, conversation_id), request.input, metadata=metadata)
+            # Created already leased to this run, so the run needs neither a claim nor a read.
+            turn = runner.run(
+                agent,
+                conversation_key(caller, conversation_id),
+                request.input,
+                metadata=metadata,
+                should_yield=should_yield,
+                on_started=on_started,
+            )
         except ConversationBusyError as exc:
             # Said with the caller's conversation id, not the namespaced one the core knows.
             raise problems.conversation_busy(conversation_id, exc.active_turn_id) from None
-        self.telemetry.bind(turnId=turn.id)
-        try:
-            turn = runner.run_turn(turn.id, should_yield=should_yield, turn=turn)  # the fresh copy: one read fewer
         except (ClientError, BotoCoreError):
-            # The turn is saved runnable at its last step (and its lease released): hand it to a worker now
-            # rather than at the next sweep, then answer 5xx for what failed here.
-            self._hand_off_after_failure(turn.id, turn.version)
+            if started:
+                # The turn is saved runnable at its last step (its lease released or soon expired): hand it to
+                # a worker now rather than at the next sweep, then answer 5xx for what failed here.
+                self._hand_off_after_failure(started[0].id, started[0].version)
             raise
         if turn.status.is_runnable:
             # Out of time (or another holder has it): saved runnable, so a worker picks it up from here.

@@ -44,10 +44,10 @@ class OwnerScopedStore:
         if turn_id not in self._checked:
             self.load(turn_id)
 
-    def create(self, turn: Turn) -> Turn:
+    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
         if turn.metadata.get(OWNER_KEY) != self.owner or not owns(turn, self.owner):
             raise ValueError(f"turn {turn.id!r} is not created for owner {self.owner!r}")
-        return self._admit(self.inner.create(turn))
+        return self._admit(self.inner.create(turn, lease=lease))
 
     def load(self, turn_id: str) -> Turn:
         return self._admit(self.inner.load(turn_id))
