@@ -59,7 +59,7 @@ from agentturn.aws.resume_queue import SqsResumeQueue, parse_resume_message
 from agentturn.aws.tables import TableNames, create_tables
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import TicketLedger, demo_agents
-from agentturn.projection import stamp
+from agentturn.projection import is_projected, stamp
 
 SUPPORT_DATA = {"affectedSystem": "统一登录系统", "impactScope": "ALL_USERS"}
 DYNAMODB_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
@@ -261,12 +261,14 @@ def form_cycle(target: Target, conversation_id: str) -> Turn:
     accepted = submit_runner.submit_resume(
         waiting.id, ResumeCommand.user_input(waiting.suspension.correlation_id, SUPPORT_DATA)
     )
-    queue.enqueue(accepted.id, accepted.version)
+    # As the submit Lambda does: the message carries the receipt that the timeline shows this version.
+    queue.enqueue(accepted.id, accepted.version, projected=is_projected(accepted))
     worker_runner, _, sqs = target.lambda_process()
     received = sqs.receive_message(QueueUrl=target.queue_url, MaxNumberOfMessages=1, WaitTimeSeconds=1)["Messages"]
     message = parse_resume_message(received[0]["Body"])
     sqs.delete_message(QueueUrl=target.queue_url, ReceiptHandle=received[0]["ReceiptHandle"])
-    done = Worker(worker_runner).process(message.turn_id).turn
+    receipt = message.version if message.projected else None
+    done = Worker(worker_runner).process(message.turn_id, projected_version=receipt).turn
     assert done is not None and done.status is TurnStatus.COMPLETED, done
     return done
 
