@@ -8,13 +8,16 @@ from collections.abc import Callable
 from typing import Any
 
 from agentturn import (
+    Agent,
     AiMessage,
     ChatRequest,
     FormDefinition,
     FormRequired,
+    ScriptedChatModel,
     ToolCall,
     ToolContext,
     ToolMessage,
+    UserInputTool,
     UserMessage,
 )
 
@@ -79,6 +82,21 @@ def reply_after_tools(first: AiMessage, then: Callable[[ChatRequest], AiMessage]
 
 def final_from_last_tool(request: ChatRequest) -> AiMessage:
     return AiMessage(content="done: " + json.dumps(last_tool_content(request), ensure_ascii=False, sort_keys=True))
+
+
+def form_asking_agent() -> Agent:
+    """Asks for the support form through request_user_input, then answers with what the tool returned."""
+    return Agent(
+        id="a",
+        instructions="",
+        chat_model=ScriptedChatModel(
+            reply_after_tools(
+                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})),
+                final_from_last_tool,
+            )
+        ),
+        tools=[UserInputTool(forms=[support_form()])],
+    )
 
 
 class Ledger:

@@ -36,6 +36,7 @@ from tests.scenarios.scripts import (
     SUPPORT_DATA,
     ai_calls,
     final_from_last_tool,
+    form_asking_agent,
     reply_after_tools,
     support_form,
 )
@@ -138,16 +139,7 @@ def test_a_failed_projection_is_repaired_on_the_next_save(backend: Backend) -> N
             flaky[conversation_id] = FlakyMemory(backend.memory(conversation_id))
         return flaky[conversation_id]  # type: ignore[return-value]
 
-    agent = Agent(
-        id="a",
-        instructions="",
-        chat_model=ScriptedChatModel(
-            reply_after_tools(
-                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})), final_from_last_tool
-            )
-        ),
-        tools=[UserInputTool(forms=[support_form()])],
-    )
+    agent = form_asking_agent()
     runner = backend.runner([agent])
     runner.chat_memory = provider
     provider("conv")
@@ -178,16 +170,7 @@ def test_a_failed_projection_is_repaired_on_the_next_save(backend: Backend) -> N
 
 def test_the_timeline_converges_to_the_snapshot_with_cards_in_place(backend: Backend) -> None:
     # GIVEN a completed form cycle
-    agent = Agent(
-        id="a",
-        instructions="",
-        chat_model=ScriptedChatModel(
-            reply_after_tools(
-                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})), final_from_last_tool
-            )
-        ),
-        tools=[UserInputTool(forms=[support_form()])],
-    )
+    agent = form_asking_agent()
     runner = backend.runner([agent])
     waiting = runner.run(agent, "conv", "ticket")
     done = runner.resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
@@ -202,16 +185,7 @@ def test_the_timeline_converges_to_the_snapshot_with_cards_in_place(backend: Bac
 
 def test_one_active_turn_per_conversation(backend: Backend) -> None:
     # GIVEN a conversation whose turn waits for a form
-    agent = Agent(
-        id="a",
-        instructions="",
-        chat_model=ScriptedChatModel(
-            reply_after_tools(
-                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})), final_from_last_tool
-            )
-        ),
-        tools=[UserInputTool(forms=[support_form()])],
-    )
+    agent = form_asking_agent()
     runner = backend.runner([agent])
     waiting = runner.run(agent, "conv", "ticket")
 
@@ -309,16 +283,7 @@ def test_a_synchronous_run_holds_a_lease_no_worker_can_take(backend: Backend) ->
 
 def test_worker_outcomes_duplicate_delivery_and_yield(backend: Backend) -> None:
     # GIVEN a submitted form cycle waiting for a worker
-    agent = Agent(
-        id="a",
-        instructions="",
-        chat_model=ScriptedChatModel(
-            reply_after_tools(
-                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})), final_from_last_tool
-            )
-        ),
-        tools=[UserInputTool(forms=[support_form()])],
-    )
+    agent = form_asking_agent()
     runner = backend.runner([agent])
     waiting = runner.run(agent, "conv", "ticket")
     runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
@@ -377,17 +342,7 @@ def test_a_stale_worker_keeps_nothing_it_computed(backend: Backend) -> None:
 def test_an_orphaned_ready_turn_cannot_start_beside_the_active_one(backend: Backend) -> None:
     # GIVEN a conversation held by a waiting turn, and a READY turn of the same conversation that was
     # stored but never took the conversation (its process crashed between the two writes)
-    agent = Agent(
-        id="a",
-        instructions="",
-        chat_model=ScriptedChatModel(
-            reply_after_tools(
-                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})),
-                final_from_last_tool,
-            )
-        ),
-        tools=[UserInputTool(forms=[support_form()])],
-    )
+    agent = form_asking_agent()
     runner = backend.runner([agent])
     active = runner.run(agent, "conv", "ticket")
     orphan = backend.store.create(
@@ -421,17 +376,7 @@ def test_a_projection_receipt_spares_the_worker_a_second_card_write(backend: Bac
         wrapped.setdefault(conversation_id, CountingMemory(backend.memory(conversation_id)))
         return wrapped[conversation_id]  # type: ignore[return-value]
 
-    agent = Agent(
-        id="a",
-        instructions="",
-        chat_model=ScriptedChatModel(
-            reply_after_tools(
-                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})),
-                final_from_last_tool,
-            )
-        ),
-        tools=[UserInputTool(forms=[support_form()])],
-    )
+    agent = form_asking_agent()
     runner = backend.runner([agent])
     runner.chat_memory = provider
     waiting = runner.run(agent, "conv", "ticket")
@@ -450,17 +395,7 @@ def test_a_projection_receipt_spares_the_worker_a_second_card_write(backend: Bac
 
 def test_a_receipt_for_another_version_is_ignored(backend: Backend) -> None:
     # GIVEN a submitted form, and a receipt naming an older version (the sender saw an earlier snapshot)
-    agent = Agent(
-        id="a",
-        instructions="",
-        chat_model=ScriptedChatModel(
-            reply_after_tools(
-                ai_calls(("call-1", "request_user_input", {"formKey": "support_ticket_details"})),
-                final_from_last_tool,
-            )
-        ),
-        tools=[UserInputTool(forms=[support_form()])],
-    )
+    agent = form_asking_agent()
     runner = backend.runner([agent])
     waiting = runner.run(agent, "conv", "ticket")
     accepted = runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
