@@ -3,11 +3,64 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final
 
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
+from jsonschema.validators import extend
+
+#: The bound on regular expressions in a submission's validation: all ``pattern`` / ``patternProperties``
+#: matches of one validation share this many seconds (the ``regex`` engine, which can stop a match). A
+#: pattern that backtracks catastrophically (``^(a|aa)+$`` on ``"a" * 40 + "!"``) thus costs at most this
+#: long, then the value is refused as "could not be checked" — never a request that runs for hours.
+PATTERN_BUDGET_SECONDS: Final = 0.1
+PATTERN_TIMEOUT_MESSAGE: Final = "could not be checked against its pattern in time"
+
+
+class _PatternBudget:
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def search(self, pattern: str, text: str) -> bool | None:
+        """Whether ``pattern`` matches somewhere in ``text``; ``None`` when the budget ran out first."""
+        import regex
+
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        try:
+            return regex.search(pattern, text, timeout=remaining) is not None
+        except TimeoutError:
+            return None
+
+
+def _bounded_validator(budget: _PatternBudget) -> type[Draft202012Validator]:
+    def pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "string"):
+            return
+        matched = budget.search(pattern, instance)
+        if matched is None:
+            yield ValidationError(PATTERN_TIMEOUT_MESSAGE)
+        elif not matched:
+            yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    def pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        for pattern, subschema in patterns.items():
+            for key, value in instance.items():
+                matched = budget.search(pattern, key)
+                if matched is None:
+                    yield ValidationError(PATTERN_TIMEOUT_MESSAGE)
+                    return
+                if matched:
+                    yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+    keywords: dict[str, Callable[..., Any]] = {"pattern": pattern, "patternProperties": pattern_properties}
+    return extend(Draft202012Validator, keywords)  # type: ignore[no-any-return,no-untyped-call]
+
 
 #: Keywords whose subschemas describe a value of their own (a property, an item): closed when they are objects.
 _VALUE_MAPS = ("properties", "patternProperties")
@@ -115,7 +168,7 @@ def validate_form_data(schema: dict[str, Any], data: Any) -> list[dict[str, str]
     if not isinstance(data, dict):
         return [{"path": "", "message": "form data must be a JSON object"}]
     strict = strict_schema(schema)
-    validator = Draft202012Validator(strict, format_checker=FormatChecker())
+    validator = _bounded_validator(_PatternBudget(PATTERN_BUDGET_SECONDS))(strict, format_checker=FormatChecker())
     problems: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):

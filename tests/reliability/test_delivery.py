@@ -1,0 +1,171 @@
+"""At-least-once delivery: the worker entry point (``SqsWorker.handle``, what the worker Lambda wraps) on real
+SQS messages from moto's server, over DynamoDB adapters on DynamoDB Local (atomic conditional writes, which
+concurrent deliveries need; moto's are not).
+
+Complements tests/functional/test_worker_and_sweeper.py (one turn delivered 3 times; poison records among
+one good one): here many turns, every message delivered 2-5 times (seeded), some deliveries concurrent, and a
+full batch of 10 with one poison message driven through the queue's redrive to the dead-letter queue.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from agentturn import Event, EventType, TurnStatus
+from agentturn.api.ownership import conversation_key
+from agentturn.api.telemetry import NullTelemetry
+from agentturn.api.worker import SqsWorker
+from agentturn.aws.resume_queue import SqsResumeQueue
+from tests.contract.aws_adapters import aws_session
+from tests.functional.harness import DEFAULT_SUB, Deployment, FakeLambdaContext
+from tests.reliability.figures import record
+from tests.reliability.kit import VALID_TICKET, Stack
+from tests.support.clock import FakeClock
+from tests.support.emulators import Emulator
+
+pytestmark = pytest.mark.integration
+
+TURNS = 9
+
+
+@pytest.fixture
+def deployment(moto_server: Emulator, monkeypatch: pytest.MonkeyPatch) -> Deployment:
+    return Deployment(moto_server, monkeypatch, max_receive_count=3)
+
+
+@pytest.fixture
+def stack(deployment: Deployment, dynamodb_local: Emulator, moto_server: Emulator) -> Stack:
+    session = aws_session(dynamodb_local, moto_server)
+    clock = FakeClock()
+    store = session.turn_store(session.fresh_turns_table(), clock)
+    memory = session.chat_memory(session.fresh_conversations_table())
+    return Stack(store, memory, clock, ports=(store, memory, SqsResumeQueue(deployment.queue_url, deployment.sqs)))
+
+
+def _submitted_turns(stack: Stack, count: int) -> list[str]:
+    turns = []
+    for n in range(count):
+        view = stack.start_ticket(f"delivery-{n}")
+        answer = stack.submit(
+            stack.submit_event(view["turnId"], view["suspension"]["actionId"], {"data": VALID_TICKET}, f"k-{n}")
+        )
+        assert answer.status == 202, answer.body
+        turns.append(view["turnId"])
+    return turns
+
+
+def _handle(stack: Stack, deployment: Deployment, messages: list[dict[str, Any]]) -> set[str]:
+    """One invocation of the worker entry point; returns the ids it reported as failed."""
+    result = SqsWorker(stack.services, NullTelemetry()).handle(deployment.sqs_event(messages), FakeLambdaContext())
+    return {f["itemIdentifier"] for f in result["batchItemFailures"]}
+
+
+def _receive_all(deployment: Deployment, expected: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for _ in range(10):
+        messages += deployment.receive()
+        if len(messages) >= expected:
+            break
+    assert len(messages) == expected, messages
+    return messages
+
+
+def test_every_message_delivered_two_to_five_times_advances_each_turn_once(
+    stack: Stack, deployment: Deployment
+) -> None:
+    # GIVEN nine submitted turns, each with its resume message on the queue
+    turns = _submitted_turns(stack, TURNS)
+    events: list[Event] = []
+    stack.services.listeners.append(events.append)
+    messages = _receive_all(deployment, TURNS)
+    assert sorted(m["Body"].split('"')[3] for m in messages) == sorted(turns)
+
+    # WHEN each message is delivered 2-5 times (seeded), in shuffled batches of up to 10 records, four
+    # invocations of the worker at a time, so that duplicates of one message race each other
+    rng = random.Random(20261201)
+    copies = [m for m in messages for _ in range(rng.randint(2, 5))]
+    rng.shuffle(copies)
+    batches: list[list[dict[str, Any]]] = []
+    taken = 0
+    while taken < len(copies):
+        size = rng.randint(1, 4)
+        batches.append(copies[taken : taken + size])
+        taken += size
+    assert Counter(m["MessageId"] for b in batches for m in b) == Counter(m["MessageId"] for m in copies)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        failures = list(pool.map(lambda batch: _handle(stack, deployment, batch), batches))
+
+    # THEN every record was acknowledged (a duplicate is a no-op, never a failure)
+    assert all(not failed for failed in failures), failures
+    # AND each turn resumed once, ran its tool once and completed once
+    per_turn = Counter((e.turn_id, e.type) for e in events)
+    for turn_id in turns:
+        assert stack.store.load(turn_id).status is TurnStatus.COMPLETED
+        assert per_turn[(turn_id, EventType.TURN_COMPLETED)] == 1, turn_id
+        assert per_turn[(turn_id, EventType.TOOL_STARTED)] == 1, turn_id
+    assert sorted(stack.ledger.attempts.values()) == [1] * TURNS
+    # AND each timeline holds each entry of its snapshot once, and nothing else
+    for n, turn_id in enumerate(turns):
+        turn = stack.store.load(turn_id)
+        stored = stack.memory(conversation_key(DEFAULT_SUB, f"delivery-{n}")).get_messages()
+        ids = [m.message_id for m in stored]
+        assert len(ids) == len(set(ids))
+        assert sorted(ids) == sorted([m.message_id for m in turn.messages] + [c.message_id for c in turn.cards])
+    record(
+        "duplicate delivery",
+        turns=TURNS,
+        deliveries=len(copies),
+        invocations=len(batches),
+        turns_advanced_twice=0,
+        timeline_duplicates=0,
+    )
+
+
+def test_a_poison_message_in_a_batch_of_ten_fails_alone_and_ends_in_the_dlq(
+    stack: Stack, deployment: Deployment
+) -> None:
+    # GIVEN nine resume messages and one poison message, received as one batch of ten
+    turns = _submitted_turns(stack, TURNS)
+    deployment.sqs.send_message(QueueUrl=deployment.queue_url, MessageBody='{"turnId": 7}')
+    batch = _receive_all(deployment, TURNS + 1)
+    poison = next(m["MessageId"] for m in batch if m["Body"] == '{"turnId": 7}')
+
+    # WHEN the worker gets the batch (and the event source mapping deletes what succeeded)
+    failed = _handle(stack, deployment, batch)
+    for message in batch:
+        if message["MessageId"] not in failed:
+            deployment.sqs.delete_message(QueueUrl=deployment.queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+    # THEN only the poison record is reported; the nine turns ran
+    assert failed == {poison}
+    assert all(stack.store.load(t).status is TurnStatus.COMPLETED for t in turns)
+    # AND each retry brings back the poison message alone (the batch is never re-driven), until the
+    # queue's redrive policy (maxReceiveCount 3) moves it to the dead-letter queue
+    retried = [m for m in batch if m["MessageId"] == poison]
+    redeliveries = 0
+    for _ in range(6):
+        deployment.expire_visibility(retried)
+        retried = deployment.receive()
+        if not retried:
+            break
+        assert [m["MessageId"] for m in retried] == [poison]
+        redeliveries += 1
+        assert _handle(stack, deployment, retried) == {poison}
+    dead = deployment.sqs.receive_message(QueueUrl=deployment.dlq_url, MaxNumberOfMessages=10).get("Messages", [])
+    assert [m["MessageId"] for m in dead] == [poison]
+    assert deployment.queue_depth() == 0
+    assert sorted(stack.ledger.attempts.values()) == [1] * TURNS
+    record(
+        "poison batch",
+        batch=len(batch),
+        processed=len(batch) - len(failed),
+        reported=len(failed),
+        redeliveries=redeliveries,
+        in_dlq=len(dead),
+        good_records_redriven=0,
+    )

@@ -1,0 +1,156 @@
+"""Races through the submit path on Amazon DynamoDB Local (whose conditional writes are atomic, unlike moto's).
+
+100 threads answer one waiting support-ticket form through the submit HTTP entry point at once; then every
+message the accepted submissions enqueued is worked, also concurrently, as duplicate SQS deliveries would be.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from agentturn import TurnStatus
+from agentturn.worker import WorkOutcome
+from tests.contract.aws_adapters import aws_session
+from tests.functional.harness import HttpResponse
+from tests.reliability.figures import record
+from tests.reliability.kit import VALID_TICKET, Stack
+from tests.support.clock import FakeClock
+from tests.support.emulators import Emulator
+
+pytestmark = pytest.mark.integration
+
+SUBMITTERS = 100
+
+
+@pytest.fixture
+def ddb_stack(dynamodb_local: Emulator, moto_server: Emulator) -> Stack:
+    session = aws_session(dynamodb_local, moto_server)
+    clock = FakeClock()
+    return Stack(
+        session.turn_store(session.fresh_turns_table(), clock),
+        session.chat_memory(session.fresh_conversations_table()),
+        clock,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _switch_threads_often() -> Iterator[None]:
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(previous)
+
+
+def _all_at_once(stack: Stack, events: list[dict[str, Any]]) -> list[HttpResponse]:
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        return list(pool.map(stack.submit, events))
+
+
+def _work_every_message(stack: Stack) -> Counter[WorkOutcome]:
+    """Each enqueued message worked by its own worker, all at once (duplicates included)."""
+    messages = stack.queue.drain()
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        outcomes = list(pool.map(lambda m: stack.work(m.turn_id, worker_id=f"w-{uuid.uuid4().hex[:6]}"), messages))
+    assert not stack.queue.drain(), "a worker re-enqueued a turn that had nothing left to run"
+    return Counter(outcomes)
+
+
+def _timeline_ids(stack: Stack, conversation: str) -> list[str]:
+    from agentturn.api.ownership import conversation_key
+    from tests.functional.harness import DEFAULT_SUB
+
+    return [m.message_id for m in stack.memory(conversation_key(DEFAULT_SUB, conversation)).get_messages()]
+
+
+def test_distinct_keys_one_accepted_the_rest_refused(ddb_stack: Stack) -> None:
+    # GIVEN a support turn waiting for its ticket form
+    view = ddb_stack.start_ticket("race-distinct")
+    turn_id, action = view["turnId"], view["suspension"]["actionId"]
+
+    # WHEN 100 submissions of that action, each with its own Idempotency-Key, arrive at once
+    events = [
+        ddb_stack.submit_event(turn_id, action, {"data": VALID_TICKET}, f"key-{n:03d}") for n in range(SUBMITTERS)
+    ]
+    answers = _all_at_once(ddb_stack, events)
+
+    # THEN exactly one is accepted and 99 are refused with 409, none with anything else
+    statuses = Counter(a.status for a in answers)
+    assert statuses == {202: 1, 409: SUBMITTERS - 1}, [
+        (a.status, a.body) for a in answers if a.status not in (202, 409)
+    ]
+    # AND the turn resumes once and creates its ticket once
+    outcomes = _work_every_message(ddb_stack)
+    assert outcomes[WorkOutcome.ADVANCED] == 1, outcomes
+    turn = ddb_stack.store.load(turn_id)
+    assert turn.status is TurnStatus.COMPLETED
+    key = f"{turn_id}:{action}"
+    assert list(ddb_stack.ledger.entries) == [key]
+    assert ddb_stack.ledger.attempts == {key: 1}
+    winner = next(n for n, a in enumerate(answers) if a.status == 202)
+    assert list(turn.accepted_requests) == [f"key-{winner:03d}"]
+    ids = _timeline_ids(ddb_stack, "race-distinct")
+    assert len(ids) == len(set(ids))
+    record(
+        "submit race, distinct keys",
+        submits=SUBMITTERS,
+        accepted=statuses[202],
+        refused_409=statuses[409],
+        resumes=outcomes[WorkOutcome.ADVANCED],
+        side_effects=len(ddb_stack.ledger.entries),
+    )
+
+
+def test_same_key_same_body_one_resume_identical_answers(ddb_stack: Stack) -> None:
+    # GIVEN a support turn waiting for its ticket form
+    view = ddb_stack.start_ticket("race-same")
+    turn_id, action = view["turnId"], view["suspension"]["actionId"]
+
+    # WHEN 100 retries of one submission (same key, same body) arrive at once
+    event = ddb_stack.submit_event(turn_id, action, {"data": VALID_TICKET}, "one-key")
+    answers = _all_at_once(ddb_stack, [event] * SUBMITTERS)
+
+    # THEN every answer is the same 202 with the same body
+    assert {(a.status, a.body) for a in answers} == {(answers[0].status, answers[0].body)}, Counter(
+        (a.status, a.body) for a in answers
+    )
+    assert answers[0].status == 202
+    # AND however many messages they enqueued, the turn resumes once and the ticket is created once
+    outcomes = _work_every_message(ddb_stack)
+    assert outcomes[WorkOutcome.ADVANCED] == 1, outcomes
+    assert ddb_stack.store.load(turn_id).status is TurnStatus.COMPLETED
+    assert ddb_stack.ledger.attempts == {f"{turn_id}:{action}": 1}
+    ids = _timeline_ids(ddb_stack, "race-same")
+    assert len(ids) == len(set(ids))
+    record(
+        "submit race, same key+body",
+        submits=SUBMITTERS,
+        distinct_answers=len({a.body for a in answers}),
+        resumes=outcomes[WorkOutcome.ADVANCED],
+        side_effects=len(ddb_stack.ledger.entries),
+    )
+
+
+def test_same_key_different_body_is_refused_and_changes_nothing(ddb_stack: Stack) -> None:
+    # GIVEN a submission accepted under a key (not yet worked)
+    view = ddb_stack.start_ticket("race-reuse")
+    turn_id, action = view["turnId"], view["suspension"]["actionId"]
+    first = ddb_stack.submit(ddb_stack.submit_event(turn_id, action, {"data": VALID_TICKET}, "reused"))
+    assert first.status == 202, first.body
+    before = ddb_stack.stored(turn_id)
+
+    # WHEN 100 requests reuse that key with another body, at once
+    other = {"data": {**VALID_TICKET, "impactScope": "ONE_USER"}}
+    answers = _all_at_once(ddb_stack, [ddb_stack.submit_event(turn_id, action, other, "reused")] * SUBMITTERS)
+
+    # THEN each is refused with 422 and nothing stored changed
+    assert Counter(a.status for a in answers) == {422: SUBMITTERS}
+    assert {a.json["type"].rsplit("/", 1)[-1] for a in answers} == {"idempotency-key-reused"}
+    assert ddb_stack.stored(turn_id) == before
+    record("submit race, key reused with another body", submits=SUBMITTERS, refused_422=SUBMITTERS, changed=0)
