@@ -34,13 +34,14 @@ from agentturn.messages import (
     ApprovalMessage,
     FormMessage,
     ModelMessage,
+    TimelineMessage,
     ToolCall,
     ToolMessage,
     UserMessage,
     approval_message_id,
     form_message_id,
 )
-from agentturn.projection import card_sort_key, mark_projected, project, stamp
+from agentturn.projection import card_sort_key, is_projected, mark_projected, project, stamp
 from agentturn.resume import apply_resume, cancel_cards, expire_wait
 from agentturn.state import (
     MAX_ACCEPTED_REQUESTS,
@@ -320,6 +321,31 @@ class Runner:
             if turn.status.is_runnable:
                 runnable.append(turn)
         return runnable
+
+    def repair_timeline(self, conversation_id: str, visible: Iterable[TimelineMessage] = ()) -> bool:
+        """Make the conversation's timeline whole again if the projection of its active turn was lost.
+
+        ``visible`` is what the caller just read of the timeline. Only a turn whose pending card is missing
+        from it, or a finished turn still holding the conversation (its last projection failed), is
+        re-projected — so a healthy timeline costs one read of the snapshot, no write. Returns whether it
+        wrote anything.
+        """
+        memory = self._memory(conversation_id)
+        active = memory.get_active_turn() if memory is not None else None
+        if memory is None or active is None:
+            return False
+        try:
+            turn = self.store.load(active)
+        except TurnNotFoundError:
+            return False
+        shown = {message.message_id for message in visible}
+        missing_card = any(card.message_id not in shown for card in turn.pending_cards())
+        if not (missing_card or turn.status.is_terminal):
+            return False
+        project(turn, memory)
+        if turn.status.is_terminal:
+            memory.set_active_turn(None, expected=turn.id)
+        return True
 
     def restore(self, turn_id: str) -> Turn:
         """The stored turn, read-only."""
@@ -767,7 +793,9 @@ class Runner:
         turn.retain_until = self.clock() + retention if retention is not None else None
         self._save(run)
         memory = self._memory(turn.conversation_id)
-        if memory is not None:
+        if memory is not None and is_projected(run.turn):
+            # Let go of the conversation only once its timeline is whole: a turn still named there is
+            # repaired by whoever comes next (the next turn's start, or a read of the timeline).
             memory.set_active_turn(None, expected=turn.id)
         event = _TERMINAL_EVENTS.get(status, EventType.TURN_FAILED)
         self._emit(run.turn, event, status=status.value, error=error_type)

@@ -412,3 +412,58 @@ def test_a_receipt_for_another_version_is_ignored(backend: Backend) -> None:
     # THEN it verified the projection and repaired the card
     repaired = memory.get_message(f"{waiting.id}:input:call-1")
     assert isinstance(repaired, FormMessage) and repaired.status is FormStatus.SUBMITTED
+
+
+def test_a_read_repairs_a_card_whose_projection_was_lost(backend: Backend) -> None:
+    # GIVEN a turn that suspended while the timeline was failing: the snapshot waits, the card is missing
+    flaky: dict[str, FlakyMemory] = {}
+
+    def provider(conversation_id: str) -> ChatMemory:
+        flaky.setdefault(conversation_id, FlakyMemory(backend.memory(conversation_id)))
+        return flaky[conversation_id]  # type: ignore[return-value]
+
+    agent = form_asking_agent()
+    runner = backend.runner([agent])
+    runner.chat_memory = provider
+    provider("conv").failing = True
+    waiting = runner.run(agent, "conv", "ticket")
+    assert waiting.status is TurnStatus.WAITING_FOR_USER
+    flaky["conv"].failing = False
+    seen = backend.memory("conv").get_messages()
+    assert not [m for m in seen if isinstance(m, FormMessage)]
+
+    # WHEN someone reads the timeline and asks for a repair of what they saw
+    repaired = runner.repair_timeline("conv", seen)
+
+    # THEN the pending card (and the messages before it) are back, and a second read repairs nothing
+    assert repaired
+    timeline = backend.memory("conv").get_messages()
+    assert [m.type for m in timeline] == ["user", "ai", "agent_form"]
+    assert not runner.repair_timeline("conv", timeline)
+
+
+def test_a_finished_turn_keeps_its_conversation_until_its_timeline_is_whole(backend: Backend) -> None:
+    # GIVEN a turn whose final projection fails
+    flaky: dict[str, FlakyMemory] = {}
+
+    def provider(conversation_id: str) -> ChatMemory:
+        flaky.setdefault(conversation_id, FlakyMemory(backend.memory(conversation_id)))
+        return flaky[conversation_id]  # type: ignore[return-value]
+
+    agent = form_asking_agent()
+    runner = backend.runner([agent])
+    runner.chat_memory = provider
+    waiting = runner.run(agent, "conv", "ticket")
+    runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    provider("conv").failing = True
+    done = runner.run_turn(waiting.id)
+    assert done.status is TurnStatus.COMPLETED
+    flaky["conv"].failing = False
+
+    # THEN it still names the conversation (the final answer is not in the timeline yet) ...
+    assert backend.memory("conv").get_active_turn() == waiting.id
+    assert backend.memory("conv").get_messages()[-1].type != "ai"
+    # ... until a read repairs it: then the answer is there and the conversation is free
+    assert runner.repair_timeline("conv", backend.memory("conv").get_messages())
+    assert backend.memory("conv").get_messages()[-1].message_id == done.messages[-1].message_id
+    assert backend.memory("conv").get_active_turn() is None

@@ -69,8 +69,10 @@ class HttpApi:
         self.telemetry: Telemetry = telemetry or NullTelemetry()
         self._services = LazyServices()
         self.use(services)
-        self._resolver: APIGatewayHttpResolver | None = None
-        self._lock = threading.Lock()
+        # One resolver per thread: Powertools builds a route's middleware stack on first use and keeps
+        # request state on the resolver, so threads that share one (the local gateway, concurrent tests)
+        # would race. A Lambda has one thread, hence one resolver.
+        self._per_thread = threading.local()
 
     def use(self, services: Services | Callable[[], Services] | None) -> None:
         """Set the services: an instance, a factory called on first need, or ``None`` (from the environment)."""
@@ -86,13 +88,14 @@ class HttpApi:
 
     @property
     def resolver(self) -> APIGatewayHttpResolver:
-        with self._lock:
-            if self._resolver is None:
-                from agentturn.api.openapi import openapi_document
-                from agentturn.api.resolver import build_resolver
+        resolver: APIGatewayHttpResolver | None = getattr(self._per_thread, "resolver", None)
+        if resolver is None:
+            from agentturn.api.openapi import openapi_document
+            from agentturn.api.resolver import build_resolver
 
-                self._resolver = build_resolver(self.groups, openapi_document=openapi_document)
-            return self._resolver
+            resolver = build_resolver(self.groups, openapi_document=openapi_document)
+            self._per_thread.resolver = resolver
+        return resolver
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         try:

@@ -118,8 +118,13 @@ class Operations:
 
     def list_messages(self, caller: str, conversation_id: str, limit: int) -> MessagesView:
         self.telemetry.bind(conversationId=conversation_id)
-        memory = self.services.chat_memory(conversation_key(caller, conversation_id))
+        key = conversation_key(caller, conversation_id)
+        memory = self.services.chat_memory(key)
         messages = memory.get_messages(limit)
+        # Read repair: a wait whose card never reached the timeline (its write failed after the snapshot
+        # was saved) would leave the person without a form to fill in.
+        if self._runner_for(caller).repair_timeline(key, messages):
+            messages = memory.get_messages(limit)
         return MessagesView(
             conversation_id=conversation_id,
             active_turn_id=memory.get_active_turn(),
