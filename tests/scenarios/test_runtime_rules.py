@@ -130,19 +130,29 @@ class FlakyMemory:
         return self.inner.append(message)
 
 
+class FlakyTimeline:
+    """A ChatMemory provider over the backend's timeline: one wrapper (a FlakyMemory) per conversation."""
+
+    def __init__(self, backend: Backend, wrapper: type[FlakyMemory] = FlakyMemory) -> None:
+        self.backend, self.wrapper = backend, wrapper
+        self.memories: dict[str, FlakyMemory] = {}
+
+    def __call__(self, conversation_id: str) -> ChatMemory:
+        return self[conversation_id]  # type: ignore[return-value]
+
+    def __getitem__(self, conversation_id: str) -> FlakyMemory:
+        if conversation_id not in self.memories:
+            self.memories[conversation_id] = self.wrapper(self.backend.memory(conversation_id))
+        return self.memories[conversation_id]
+
+
 def test_a_failed_projection_is_repaired_on_the_next_save(backend: Backend) -> None:
     # GIVEN a timeline that fails while the turn suspends
-    flaky: dict[str, FlakyMemory] = {}
-
-    def provider(conversation_id: str) -> ChatMemory:
-        if conversation_id not in flaky:
-            flaky[conversation_id] = FlakyMemory(backend.memory(conversation_id))
-        return flaky[conversation_id]  # type: ignore[return-value]
+    flaky = FlakyTimeline(backend)
 
     agent = form_asking_agent()
     runner = backend.runner([agent])
-    runner.chat_memory = provider
-    provider("conv")
+    runner.chat_memory = flaky
     flaky["conv"].failing = True
     waiting = runner.run(agent, "conv", "ticket")
 
@@ -370,11 +380,7 @@ def test_a_projection_receipt_spares_the_worker_a_second_card_write(backend: Bac
             card_writes.append(message.message_id)
             return self.inner.update_message(message, expected_version)
 
-    wrapped: dict[str, CountingMemory] = {}
-
-    def provider(conversation_id: str) -> ChatMemory:
-        wrapped.setdefault(conversation_id, CountingMemory(backend.memory(conversation_id)))
-        return wrapped[conversation_id]  # type: ignore[return-value]
+    provider = FlakyTimeline(backend, CountingMemory)
 
     agent = form_asking_agent()
     runner = backend.runner([agent])
@@ -416,16 +422,12 @@ def test_a_receipt_for_another_version_is_ignored(backend: Backend) -> None:
 
 def test_a_read_repairs_a_card_whose_projection_was_lost(backend: Backend) -> None:
     # GIVEN a turn that suspended while the timeline was failing: the snapshot waits, the card is missing
-    flaky: dict[str, FlakyMemory] = {}
-
-    def provider(conversation_id: str) -> ChatMemory:
-        flaky.setdefault(conversation_id, FlakyMemory(backend.memory(conversation_id)))
-        return flaky[conversation_id]  # type: ignore[return-value]
+    flaky = FlakyTimeline(backend)
 
     agent = form_asking_agent()
     runner = backend.runner([agent])
-    runner.chat_memory = provider
-    provider("conv").failing = True
+    runner.chat_memory = flaky
+    flaky["conv"].failing = True
     waiting = runner.run(agent, "conv", "ticket")
     assert waiting.status is TurnStatus.WAITING_FOR_USER
     flaky["conv"].failing = False
@@ -444,18 +446,14 @@ def test_a_read_repairs_a_card_whose_projection_was_lost(backend: Backend) -> No
 
 def test_a_finished_turn_keeps_its_conversation_until_its_timeline_is_whole(backend: Backend) -> None:
     # GIVEN a turn whose final projection fails
-    flaky: dict[str, FlakyMemory] = {}
-
-    def provider(conversation_id: str) -> ChatMemory:
-        flaky.setdefault(conversation_id, FlakyMemory(backend.memory(conversation_id)))
-        return flaky[conversation_id]  # type: ignore[return-value]
+    flaky = FlakyTimeline(backend)
 
     agent = form_asking_agent()
     runner = backend.runner([agent])
-    runner.chat_memory = provider
+    runner.chat_memory = flaky
     waiting = runner.run(agent, "conv", "ticket")
     runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
-    provider("conv").failing = True
+    flaky["conv"].failing = True
     done = runner.run_turn(waiting.id)
     assert done.status is TurnStatus.COMPLETED
     flaky["conv"].failing = False
