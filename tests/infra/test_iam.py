@@ -42,7 +42,7 @@ def describe(value: Any) -> str:
 
 def grants(synth: Synth, function: str) -> dict[str, set[str]]:
     """``{resource: actions}`` of every statement attached to the function's role."""
-    role_id = synth.logical_id(synth.stack.functions[function].role)
+    role_id = synth.logical_id(synth.system.functions[function].role)
     result: dict[str, set[str]] = defaultdict(set)
     for policy in synth.of_type("AWS::IAM::Policy").values():
         if {"Ref": role_id} not in policy["Properties"]["Roles"]:
@@ -58,10 +58,10 @@ def grants(synth: Synth, function: str) -> dict[str, set[str]]:
 
 
 def _ids(synth: Synth) -> dict[str, str]:
-    stack = synth.stack
+    stack = synth.system
     return {
-        "turns": synth.logical_id(stack.turns),
-        "conversations": synth.logical_id(stack.conversations),
+        "turns": synth.logical_id(stack.turns_table),
+        "conversations": synth.logical_id(stack.conversations_table),
         "bucket": synth.logical_id(stack.bucket),
         "queue": synth.logical_id(stack.queue),
         **{f"{name}-logs": synth.logical_id(group) for name, group in stack.log_groups.items()},
@@ -137,18 +137,18 @@ def test_no_wildcards_for_data(synth: Synth, function: str) -> None:
 
 
 def test_only_the_worker_reads_the_queue_and_nobody_touches_the_dlq(synth: Synth) -> None:
-    dlq = synth.logical_id(synth.stack.dead_letter_queue)
+    dlq = synth.logical_id(synth.system.dead_letter_queue)
     for function in ("run", "submit", "worker", "sweeper"):
         granted = grants(synth, function)
         assert not any(dlq in resource for resource in granted), function
-        queue_actions = granted.get(synth.logical_id(synth.stack.queue), set())
+        queue_actions = granted.get(synth.logical_id(synth.system.queue), set())
         assert bool(queue_actions & CONSUME) == (function == "worker"), function
     for policy in synth.of_type("AWS::IAM::Policy").values():
         assert dlq not in set(refs(policy["Properties"]["PolicyDocument"]))
 
 
 def test_roles_have_no_managed_policies_and_trust_only_lambda(synth: Synth) -> None:
-    for name, function in synth.stack.functions.items():
+    for name, function in synth.system.functions.items():
         role = synth.resource(function.role)["Properties"]
         assert "ManagedPolicyArns" not in role, name  # no AWSLambdaBasicExecutionRole (logs:* on every group)
         assert role["AssumeRolePolicyDocument"]["Statement"] == [

@@ -27,6 +27,8 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from agentturn.cdk.settings import FunctionName
+
 
 class Alarms(Construct):
     def __init__(
@@ -35,8 +37,8 @@ class Alarms(Construct):
         construct_id: str,
         *,
         queue: sqs.IQueue,
-        dead_letter_queue: sqs.IQueue,
-        functions: Mapping[str, lambda_.IFunction],
+        dead_letter_queue: sqs.IQueue | None,
+        functions: Mapping[FunctionName, lambda_.IFunction],
         http_api: apigw.IHttpApi,
         oldest_message_threshold: Duration,
         alarm_email: str | None,
@@ -51,15 +53,16 @@ class Alarms(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: dict[str, cloudwatch.Alarm] = {}
 
-        self._add(
-            "DeadLetterQueueNotEmpty",
-            dead_letter_queue.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
-            ),
-            threshold=0,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description="Resume messages reached the dead-letter queue: a turn failed to advance repeatedly.",
-        )
+        if dead_letter_queue is not None:  # None: an existing queue whose dead-letter queue is not known here
+            self._add(
+                "DeadLetterQueueNotEmpty",
+                dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                threshold=0,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                description="Resume messages reached the dead-letter queue: a turn failed to advance repeatedly.",
+            )
         self._add(
             "ResumeQueueOldestMessageAge",
             queue.metric_approximate_age_of_oldest_message(
@@ -80,12 +83,12 @@ class Alarms(Construct):
             )
         # The handlers' own EMF metrics (Powertools adds the "service" dimension): a record the worker
         # failed (retried by SQS), and a re-enqueue the sweeper could not send.
-        for name, metric_name, description in (
+        for alarm_name, metric_name, description in (
             ("WorkerRecordsFailed", "RecordsFailed", "The worker failed resume records (they are retried)."),
             ("SweepEnqueueFailures", "SweepEnqueueFailures", "The sweeper could not re-enqueue runnable turns."),
         ):
             self._add(
-                name,
+                alarm_name,
                 cloudwatch.Metric(
                     namespace=metrics_namespace,
                     metric_name=metric_name,
