@@ -437,10 +437,19 @@ def _check(world: World, reference: Outcome) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def emulators(dynamodb_local: Emulator, moto_server: Emulator) -> Iterator[Emulators]:
-    logging.getLogger("agentturn").setLevel(logging.CRITICAL)
-    logging.getLogger("aws_lambda_powertools").setLevel(logging.CRITICAL)
-    with no_backoff():
-        yield Emulators(aws_session(dynamodb_local, moto_server), dynamodb_local.endpoint_url, moto_server.endpoint_url)
+    # The injected faults are logged (as they must be) by the code under test; thousands of tracebacks help no one.
+    loggers = [logging.getLogger(name) for name in ("agentturn", "aws_lambda_powertools")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        with no_backoff():
+            yield Emulators(
+                aws_session(dynamodb_local, moto_server), dynamodb_local.endpoint_url, moto_server.endpoint_url
+            )
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 _REFERENCES: dict[Flow, Outcome] = {}
