@@ -22,7 +22,7 @@ import pytest
 from agentturn.cdk.bundling import DEPLOY_TARGET, BundlingError, DependencySpec, ensure_dependencies, local_target
 from tests.infra.synth import Synth, file_assets, refs, synthesise
 
-FUNCTIONS: Final = ("run", "submit", "worker", "sweeper")
+FUNCTIONS: Final = ("run", "submit", "worker", "sweeper", "retention")
 
 #: Imports the handler module with the asset first on sys.path and no site-packages at all (-I -S), then
 #: lists every loaded module that came from neither the asset nor the standard library.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from agentturn.aws import tables
 from agentturn.cdk.settings import VISIBILITY_TIMEOUT_FACTOR
 from tests.infra.synth import Synth, refs
 
-FUNCTIONS = ("run", "submit", "worker", "sweeper")
+FUNCTIONS = ("run", "submit", "worker", "sweeper", "retention")
 
 
 def _function(synth: Synth, name: str) -> dict[str, Any]:
@@ -151,9 +152,15 @@ def test_resume_queue_redrives_to_the_dlq_and_outlasts_the_worker(which: str, re
     assert "FifoQueue" not in queue  # standard queue: duplicates are harmless, ordering is per turn anyway
 
 
+def _mapping_of(synth: Synth, function: str) -> dict[str, Any]:
+    function_ref = {"Ref": synth.logical_id(synth.system.functions[function])}  # type: ignore[index]
+    mappings = synth.of_type("AWS::Lambda::EventSourceMapping").values()
+    (mapping,) = [m for m in mappings if m["Properties"]["FunctionName"] == function_ref]
+    return mapping
+
+
 def test_worker_consumes_the_queue_with_partial_batch_failures(synth: Synth) -> None:
-    (mapping,) = synth.of_type("AWS::Lambda::EventSourceMapping").values()
-    properties = mapping["Properties"]
+    properties = _mapping_of(synth, "worker")["Properties"]
     assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert properties["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.system.queue), "Arn"]}
     assert properties["FunctionName"] == {"Ref": synth.logical_id(synth.system.functions["worker"])}
@@ -163,7 +170,7 @@ def test_worker_consumes_the_queue_with_partial_batch_failures(synth: Synth) -> 
 
 
 def test_batch_size_and_window_are_configurable(variant: Synth) -> None:
-    (mapping,) = variant.of_type("AWS::Lambda::EventSourceMapping").values()
+    mapping = _mapping_of(variant, "worker")
     assert mapping["Properties"]["BatchSize"] == 4
     assert mapping["Properties"]["MaximumBatchingWindowInSeconds"] == 2
     assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -187,7 +194,13 @@ def test_functions_runtime_and_logging(synth: Synth, name: str) -> None:
 def test_function_sizing(synth: Synth) -> None:
     sizes = {name: (_function(synth, name)["MemorySize"], _function(synth, name)["Timeout"]) for name in FUNCTIONS}
     # run answers within API Gateway's 30 s integration timeout (it hands off to the worker before that).
-    assert sizes == {"run": (1024, 29), "submit": (1024, 15), "worker": (1024, 300), "sweeper": (256, 60)}
+    assert sizes == {
+        "run": (1024, 29),
+        "submit": (1024, 15),
+        "worker": (1024, 300),
+        "sweeper": (256, 60),
+        "retention": (256, 300),
+    }
 
 
 def test_variant_architecture_and_tracing(variant: Synth) -> None:
@@ -459,3 +472,45 @@ def test_template_is_environment_agnostic(synth: Synth) -> None:
     text = str(synth.template)
     assert "123456789012" not in text
     assert "us-east-1" not in text
+
+
+def test_ttl_removals_of_turns_and_only_those_reach_the_retention_function(synth: Synth) -> None:
+    # GIVEN the turns table's stream WHEN the template is read THEN it carries old images, and the retention
+    # function's source filters on DynamoDB's own TTL deletions, retries in halves, and parks failures
+    turns = synth.resource(synth.system.turns_table)["Properties"]
+    assert turns["StreamSpecification"] == {"StreamViewType": "OLD_IMAGE"}
+    properties = _mapping_of(synth, "retention")["Properties"]
+    assert properties["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.system.turns_table), "StreamArn"]}
+    (pattern,) = properties["FilterCriteria"]["Filters"]
+    assert json.loads(pattern["Pattern"]) == {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+    }
+    assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert properties["BisectBatchOnFunctionError"] is True
+    assert properties["MaximumRetryAttempts"] == 8
+    dead_letters = synth.logical_id(synth.system.retention_dead_letter_queue)
+    assert properties["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [dead_letters, "Arn"]}
+    variables = _function(synth, "retention")["Environment"]["Variables"]
+    assert variables[tables.ENV_CONVERSATIONS_TABLE] == {"Ref": synth.logical_id(synth.system.conversations_table)}
+    assert variables[tables.ENV_SNAPSHOT_BUCKET] == {"Ref": synth.logical_id(synth.system.bucket)}
+
+
+def test_the_worker_reserves_what_its_queue_may_use(synth: Synth) -> None:
+    # A burst of synchronous runs cannot take the concurrency that resumes need; the others reserve none.
+    assert _function(synth, "worker")["ReservedConcurrentExecutions"] == 20
+    for name in ("run", "submit", "sweeper", "retention"):
+        assert "ReservedConcurrentExecutions" not in _function(synth, name), name
+
+
+def test_every_function_has_a_throttle_alarm(synth: Synth) -> None:
+    for name, function in synth.system.functions.items():
+        alarm = synth.resource(synth.system.alarms.alarms[f"{name.capitalize()}Throttles"])["Properties"]
+        assert alarm["MetricName"] == "Throttles"
+        assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": synth.logical_id(function)}}]
+        assert alarm["Threshold"] == 1
+    dead_letters = synth.resource(synth.system.alarms.alarms["RetentionDeadLetterQueueNotEmpty"])["Properties"]
+    assert dead_letters["Dimensions"] == [
+        {"Name": "QueueName",
+         "Value": {"Fn::GetAtt": [synth.logical_id(synth.system.retention_dead_letter_queue), "QueueName"]}}
+    ]  # fmt: skip

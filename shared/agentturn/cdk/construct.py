@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -90,6 +90,7 @@ _FUNCTIONS: Final = (
     _FunctionDefaults("submit", "Accepts form submissions, approvals, rejections and cancellations", 1024),
     _FunctionDefaults("worker", "Advances runnable turns from the resume queue", 1024),
     _FunctionDefaults("sweeper", "Re-enqueues runnable turns nobody is working on", 256),
+    _FunctionDefaults("retention", "Deletes the timeline entries and objects of turns the table's TTL removed", 256),
 )
 
 
@@ -132,6 +133,7 @@ class AgentTurn(Construct):
         worker_batch_size: int = 1,
         worker_batch_window_seconds: int = 0,
         worker_max_concurrency: int = 20,
+        reserve_worker_concurrency: bool = True,
         sweep_interval_minutes: int = 1,
         expire_overdue_waits: bool = True,
         terminal_ttl_days: int | None = None,
@@ -165,9 +167,13 @@ class AgentTurn(Construct):
             run_timeout_seconds=_seconds(overrides.get("run"), Settings.run_timeout_seconds),
             submit_timeout_seconds=_seconds(overrides.get("submit"), Settings.submit_timeout_seconds),
             sweeper_timeout_seconds=_seconds(overrides.get("sweeper"), Settings.sweeper_timeout_seconds),
+            retention_timeout_seconds=_seconds(overrides.get("retention"), Settings.retention_timeout_seconds),
             worker_batch_size=worker_batch_size,
             worker_batch_window_seconds=worker_batch_window_seconds,
             worker_max_concurrency=worker_max_concurrency,
+            worker_reserved_concurrency=_worker_reservation(
+                reserve_worker_concurrency, overrides.get("worker"), worker_max_concurrency
+            ),
             sweep_interval_minutes=sweep_interval_minutes,
             expire_overdue_waits=expire_overdue_waits,
             terminal_ttl_days=terminal_ttl_days,
@@ -184,8 +190,14 @@ class AgentTurn(Construct):
         Tags.of(self).add("project", "agentturn")
 
         # ---------------------------------------------------------------------------------- data
+        # The stream carries TTL removals to the retention function (a turn's timeline and objects leave
+        # with it); the old image is all it reads.
         self.turns_table: dynamodb.ITable = existing_turns_table or build_table(
-            self, tables.TURNS_TABLE, retain=settings.retain, props=settings.tables
+            self,
+            tables.TURNS_TABLE,
+            retain=settings.retain,
+            props=settings.tables,
+            stream=dynamodb.StreamViewType.OLD_IMAGE,
         )
         self.conversations_table: dynamodb.ITable = existing_conversations_table or build_table(
             self, tables.CONVERSATIONS_TABLE, retain=settings.retain, props=settings.tables
@@ -214,14 +226,26 @@ class AgentTurn(Construct):
             "submit": settings.submit_timeout_seconds,
             "worker": settings.worker_timeout_seconds,
             "sweeper": settings.sweeper_timeout_seconds,
+            "retention": settings.retention_timeout_seconds,
         }
+        # An existing turns table without a known stream cannot feed the retention function: then its TTL
+        # removes turn items only, and the owner keeps (or purges) their timeline and objects.
+        with_retention = self.turns_table.table_stream_arn is not None
         for defaults in _FUNCTIONS:
+            if defaults.name == "retention" and not with_retention:
+                continue
             props = overrides.get(defaults.name, FunctionProps())
+            if defaults.name == "worker":
+                props = replace(props, reserved_concurrent_executions=settings.worker_reserved_concurrency)
             self._function(defaults, props, timeouts[defaults.name], spec, retention=retention, removal=removal)
         self.run_function = self.functions["run"]
         self.submit_function = self.functions["submit"]
         self.worker_function = self.functions["worker"]
         self.sweeper_function = self.functions["sweeper"]
+        self.retention_function: lambda_.Function | None = self.functions.get("retention")
+        self.retention_dead_letter_queue: sqs.Queue | None = None
+        if self.retention_function is not None:
+            self.retention_dead_letter_queue = self._retention_source(self.retention_function)
         self.worker_function.add_event_source(
             event_sources.SqsEventSource(
                 self.queue,
@@ -286,6 +310,7 @@ class AgentTurn(Construct):
             "Alarms",
             queue=self.queue,
             dead_letter_queue=self.dead_letter_queue,
+            retention_dead_letter_queue=self.retention_dead_letter_queue,
             functions=self.functions,
             http_api=self.api,
             oldest_message_threshold=OLDEST_MESSAGE_ALARM,
@@ -309,6 +334,41 @@ class AgentTurn(Construct):
                 function.add_to_role_policy(statement)
 
     # ------------------------------------------------------------------------------------ parts
+
+    def _retention_source(self, function: lambda_.Function) -> sqs.Queue:
+        """TTL removals of turn items, and only those, reach the retention function (a filter on the source)."""
+        failures = sqs.Queue(
+            self,
+            "RetentionDeadLetterQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        function.add_event_source(
+            event_sources.DynamoEventSource(
+                self.turns_table,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=25,
+                bisect_batch_on_error=True,
+                report_batch_item_failures=True,
+                # A record that keeps failing goes to the dead-letter queue (alarmed) instead of blocking its
+                # shard; the stream keeps records 24 h, so the retries stay well within that.
+                retry_attempts=8,
+                on_failure=event_sources.SqsDlq(failures),
+                filters=[
+                    lambda_.FilterCriteria.filter(
+                        {
+                            "eventName": lambda_.FilterRule.is_equal("REMOVE"),
+                            "userIdentity": {
+                                "type": lambda_.FilterRule.is_equal("Service"),
+                                "principalId": lambda_.FilterRule.is_equal("dynamodb.amazonaws.com"),
+                            },
+                        }
+                    )
+                ],
+            )
+        )
+        return failures
 
     def _bucket(self, removal: RemovalPolicy) -> s3.Bucket:
         return s3.Bucket(
@@ -382,7 +442,8 @@ class AgentTurn(Construct):
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing else "true",
         }
-        if permissions.access(name, expire_overdue=settings.expire_overdue_waits).blobs:
+        access = permissions.access(name, expire_overdue=settings.expire_overdue_waits)
+        if access.blobs or access.purge:
             # A sweeper that only re-enqueues decides from the index projection alone: without the bucket
             # it makes no S3 client (and it has no S3 permission either).
             env[tables.ENV_SNAPSHOT_BUCKET] = self.bucket.bucket_name
@@ -493,6 +554,8 @@ class AgentTurn(Construct):
                 statements.append(iam.PolicyStatement(actions=list(permissions.BLOBS), resources=blob_objects))
             if access.send:
                 statements.append(iam.PolicyStatement(actions=list(permissions.SEND), resources=[self.queue.queue_arn]))
+            if access.purge:
+                statements += self._purge_statements(conversation_indexes, blob_objects)
             if access.invoke_model and self.settings.invokable_models:
                 statements.append(
                     iam.PolicyStatement(actions=list(permissions.INVOKE_MODEL), resources=self._model_arns())
@@ -500,6 +563,21 @@ class AgentTurn(Construct):
             for statement in statements:
                 fn.add_to_role_policy(statement)
             # access.consume: the SqsEventSource granted exactly permissions.CONSUME on the queue.
+
+    def _purge_statements(self, conversation_indexes: list[str], blob_objects: list[str]) -> list[iam.PolicyStatement]:
+        return [
+            iam.PolicyStatement(
+                actions=list(permissions.PURGE_TIMELINE),
+                resources=[self.conversations_table.table_arn, *conversation_indexes],
+            ),
+            iam.PolicyStatement(actions=list(permissions.PURGE_BLOBS), resources=blob_objects),
+            # Listing is how a turn's objects are found; only under the prefixes the adapters write.
+            iam.PolicyStatement(
+                actions=list(permissions.LIST_BLOBS),
+                resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in permissions.BLOB_PREFIXES]}},
+            ),
+        ]
 
     def _model_arns(self) -> list[str]:
         arns: list[str] = []
@@ -595,6 +673,13 @@ def _function_overrides(
     if unknown:
         raise ConfigError(f"function_props: no function {unknown!r}; there are {list(FUNCTION_NAMES)!r}")
     return dict(function_props)
+
+
+def _worker_reservation(reserve: bool, props: FunctionProps | None, max_concurrency: int) -> int | None:
+    """The worker's reserved concurrency: the team's, else (when reserving) what its queue may use."""
+    if props is not None and props.reserved_concurrent_executions is not None:
+        return props.reserved_concurrent_executions
+    return max_concurrency if reserve else None
 
 
 def _seconds(props: FunctionProps | None, default: int) -> int:

@@ -29,7 +29,7 @@ LOG_RETENTION_DAYS: Final = frozenset(
 PythonVersion = Literal["3.11", "3.12", "3.13"]
 PYTHON_VERSIONS: Final = get_args(PythonVersion)
 Architecture = Literal["x86_64", "arm64"]
-FunctionName = Literal["run", "submit", "worker", "sweeper"]
+FunctionName = Literal["run", "submit", "worker", "sweeper", "retention"]
 FUNCTION_NAMES: Final[tuple[FunctionName, ...]] = get_args(FunctionName)
 #: An HTTP API integration times out after 30 s, whatever the Lambda's timeout: the run function must
 #: answer (200 or 202) before that.
@@ -146,10 +146,14 @@ class Settings:
     run_timeout_seconds: int = 29
     submit_timeout_seconds: int = 15
     sweeper_timeout_seconds: int = 60
+    retention_timeout_seconds: int = 300
     worker_timeout_seconds: int = 300
     worker_batch_size: int = 1
     worker_batch_window_seconds: int = 0
     worker_max_concurrency: int = 20
+    #: Reserved concurrency of the worker (``None``: none). By default as much as the queue may use, so a
+    #: burst of runs (or the account's other functions) cannot take the capacity resumes need.
+    worker_reserved_concurrency: int | None = 20
     sweep_interval_minutes: int = 1
     expire_overdue_waits: bool = True
     terminal_ttl_days: int | None = None
@@ -216,6 +220,15 @@ class Settings:
             problems.append(
                 f"worker_max_concurrency must be within 2..1000 (SQS's limits), not {self.worker_max_concurrency}"
             )
+        reserved = self.worker_reserved_concurrency
+        if reserved is not None and reserved < self.worker_max_concurrency:
+            # The event source would run more workers than Lambda lets run: throttled records, retried late.
+            problems.append(
+                f"the worker's reserved concurrency ({reserved}) must be at least worker_max_concurrency "
+                f"({self.worker_max_concurrency})"
+            )
+        if not 10 <= self.retention_timeout_seconds <= 900:
+            problems.append(f"the retention timeout must be within 10..900 s, not {self.retention_timeout_seconds}")
         if not 1 <= self.sweep_interval_minutes <= 60:
             problems.append(f"sweep_interval_minutes must be within 1..60, not {self.sweep_interval_minutes}")
         for name, days in (

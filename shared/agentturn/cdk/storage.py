@@ -38,7 +38,12 @@ def _non_key(index: IndexDefinition) -> list[str] | None:
 
 
 def build_table(
-    scope: Construct, definition: TableDefinition, *, retain: bool, props: TableProps | None = None
+    scope: Construct,
+    definition: TableDefinition,
+    *,
+    retain: bool,
+    props: TableProps | None = None,
+    stream: dynamodb.StreamViewType | None = None,
 ) -> dynamodb.Table:
     """The table of ``definition``; its construct id is the definition's logical name.
 
@@ -62,6 +67,7 @@ def build_table(
         # Encrypted at rest with the AWS-owned key (free, no KMS permissions for the functions to hold).
         encryption=dynamodb.TableEncryption.DEFAULT,
         deletion_protection=deletion_protection,
+        stream=stream,
         removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
     )
     for index in definition.global_indexes:
