@@ -29,6 +29,8 @@ Context keys (all optional):
 ``workerBatchSize``              SQS records per worker invocation (default 1: see the stack)
 ``workerBatchWindowSeconds``     how long SQS may wait to fill a batch (default 0: no added latency)
 ``workerMaxConcurrency``         most concurrent worker invocations (default 20; protects the model quota)
+``workerReservedConcurrency``    the worker's reserved concurrency (default: workerMaxConcurrency, so runs
+                                 cannot starve resumes; at least workerMaxConcurrency)
 ``sweepIntervalMinutes``         how often the sweeper runs (default 1)
 ``expireOverdueWaits``           the sweeper also ends waits whose input timeout has passed
                                  (``AGENTTURN_EXPIRE_OVERDUE``; default true, as in the handlers); it
