@@ -99,7 +99,8 @@ class _Node:
 
 
 class _Parser:
-    def __init__(self, pattern: str, *, unicode: bool) -> None:
+    def __init__(self, pattern: str, *, unicode: bool, safe: bool = True) -> None:
+        self.safe = safe  # False: a syntax check only (the ``regex`` format), nothing will be run
         self.source = pattern
         self.pattern = pattern
         self.unicode = unicode
@@ -163,6 +164,9 @@ class _Parser:
                 inner = self.disjunction()
                 if not self.eat(")"):
                     raise self.fail("unterminated group")
+                if not self.unicode and opener in ("(?=", "(?!"):
+                    # Annex B: without the u flag a lookahead may be quantified.
+                    return self.quantified(_Node(f"{emitted}{inner.text})", nullable=True, loops=False))
                 return self.assertion(f"{emitted}{inner.text})")
         atom = self.atom()
         return self.quantified(atom)
@@ -196,7 +200,7 @@ class _Parser:
         lazy = self.eat("?")
         if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.quantifier_ahead()):
             raise self.fail("nothing to repeat")
-        if atom.loops and (high == _INFINITE or high > _NESTED_REPEAT_LIMIT):
+        if self.safe and atom.loops and (high == _INFINITE or high > _NESTED_REPEAT_LIMIT):
             raise self.fail(
                 "nested repetition of a part that can repeat on its own (e.g. (a+)+) backtracks catastrophically"
             )
@@ -248,16 +252,20 @@ class _Parser:
         elif char in ")]}" and self.unicode:
             raise self.fail(f"lone {char!r}")
         self.pos += 1
-        return _Node(_class([(ord(char), ord(char))], []), nullable=False, loops=False)
+        return _Node(regex.escape(char, special_only=False), nullable=False, loops=False)
 
     # -- escapes
     def atom_escape(self) -> str:
         self.pos += 1  # the backslash
         char = self.peek()
-        if char.isdigit() and char != "0":
-            raise self.fail("backreferences are not supported")
-        if char == "k":
-            raise self.fail("backreferences are not supported")
+        if (char.isdigit() and char != "0") or char == "k":
+            if self.safe:
+                raise self.fail("backreferences are not supported")
+            backreference = regex.match(r"[0-9]+|k<[^>]*>", self.pattern[self.pos :])
+            if backreference is None:
+                raise self.fail("invalid \\k escape")
+            self.pos += backreference.end()
+            return "(?:)"
         ranges, properties, negate = self.class_escape_set()
         if ranges is not None:
             return _class(ranges, properties, negate=negate)
@@ -303,13 +311,21 @@ class _Parser:
             if letter.isascii() and letter.isalpha():
                 self.pos += 2
                 return ord(letter) % 32
-            raise self.fail("invalid \\c escape")
+            if self.unicode:
+                raise self.fail("invalid \\c escape")
+            if in_class and (letter.isdigit() or letter == "_"):  # Annex B: ClassControlLetter
+                self.pos += 2
+                return ord(letter) % 32
+            return ord("\\")  # Annex B: a backslash, and the c after it is a letter of its own
         if char == "0" and not self.peek(1).isdigit():
             self.pos += 1
             return 0
         if char == "x":
             match = regex.match(r"[0-9A-Fa-f]{2}", self.pattern[self.pos + 1 :])
             if match is None:
+                if not self.unicode:  # Annex B: the letter x
+                    self.pos += 1
+                    return ord("x")
                 raise self.fail("invalid \\x escape")
             self.pos += 3
             return int(match.group(0), 16)
@@ -342,6 +358,9 @@ class _Parser:
             return int(match.group(1), 16)
         match = regex.match(r"[0-9A-Fa-f]{4}", rest)
         if match is None:
+            if not self.unicode:  # Annex B: a \u that starts no escape is the letter u
+                self.pos += 1
+                return ord("u")
             raise self.fail("invalid \\u escape")
         self.pos += 5
         code = int(match.group(0), 16)
@@ -402,6 +421,15 @@ class _Parser:
         if self.peek().isdigit() and self.peek() != "0":
             raise self.fail("invalid escape in character class")
         return self.character_escape(in_class=True)
+
+
+def is_valid_syntax(pattern: str, *, unicode: bool) -> bool:
+    """Whether JavaScript would compile ``pattern`` (backreferences and nested repetition included)."""
+    try:
+        _Parser(pattern, unicode=unicode, safe=False).parse()
+    except PatternError:
+        return False
+    return True
 
 
 @lru_cache(maxsize=1024)

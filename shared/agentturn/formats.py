@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 import regex
 
-from agentturn.ecma_regex import PatternError, compile_ecma
+from agentturn.ecma_regex import compile_ecma, is_valid_syntax
 
 
 def _js(pattern: str, *, ignore_case: bool = False, unicode: bool = False) -> Callable[[str], bool]:
@@ -107,15 +107,8 @@ _Z_ANCHOR: Final = _js(r"[^\\]\\Z")
 
 
 def _regex(value: str) -> bool:
-    # ajv-formats: `new RegExp(str)` without flags; the u-mode grammar this module knows is stricter in a few
-    # escapes (see tests/differential/DISAGREEMENTS.md).
-    if _Z_ANCHOR(value):
-        return False
-    try:
-        compile_ecma(value, unicode=False)
-    except PatternError:
-        return False
-    return True
+    # ajv-formats: `new RegExp(str)`, no flags: a syntax check by the same grammar, Annex B included.
+    return not _Z_ANCHOR(value) and is_valid_syntax(value, unicode=False)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 // @rjsf/validator-ajv8 builds it (its createAjvInstance: ajv-formats, `data-url`, `color`, its options), with the
 // draft 2020-12 class the console uses (web/src/forms.jsx). Reads {"cases": [{"schema", "data": [...]}]} as JSON
 // on stdin and writes, for each case, one answer per datum: true, false, or {"error": "..."} when Ajv cannot
-// compile the schema. Run by tests/differential/test_ajv_agreement.py.
+// compile the schema or validating throws. Run by tests/differential/test_ajv_agreement.py.
 import Ajv2020 from "ajv/dist/2020.js";
 import createAjvInstance from "@rjsf/validator-ajv8/lib/createAjvInstance.js";
 
@@ -10,15 +10,23 @@ const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
 const { cases } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 
+// One instance, as in the console (its validator keeps one Ajv for every form it shows).
+const ajv = createAjvInstance(undefined, undefined, {}, undefined, Ajv2020);
 const answers = cases.map(({ schema, data }) => {
-  // A fresh instance per schema, as the console compiles each form's schema on its own.
-  const ajv = createAjvInstance(undefined, undefined, {}, undefined, Ajv2020);
   let validate;
   try {
     validate = ajv.compile(schema);
   } catch (error) {
     return data.map(() => ({ error: String(error.message) }));
   }
-  return data.map((datum) => validate(datum));
+  return data.map((datum) => {
+    try {
+      return validate(datum);
+    } catch (error) {
+      // A $ref cycle that never moves into the data overflows the stack here (the server refuses such a
+      // schema when the form is built).
+      return { error: String(error.message) };
+    }
+  });
 });
 process.stdout.write(JSON.stringify(answers));

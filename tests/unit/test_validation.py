@@ -379,3 +379,32 @@ def test_the_validator_is_built_once_per_schema() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}}
     assert form_validator(schema) is form_validator(json.loads(json.dumps(schema)))
     assert form_validator(schema) is not form_validator({**schema, "required": ["a"]})
+
+
+def test_the_pattern_budget_counts_matching_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a pattern budget far below what building this never-seen pattern costs (~0.3 s), but well above
+    # what matching it costs (~0.1 ms)
+    from agentturn import validation
+
+    monkeypatch.setattr(validation, "PATTERN_BUDGET_SECONDS", 0.02)
+    words = "|".join(f"w{i}x" for i in range(3000))
+    schema = {"type": "object", "properties": {"c": {"type": "string", "pattern": f"^(?:{words})$"}}}
+    # WHEN the first submission against it arrives (the validator is built, and the pattern compiled, now)
+    problems = validate_form_data(schema, {"c": "w2999x"})
+    # THEN it is accepted: set-up is not charged to the budget that bounds matching
+    assert problems == []
+    assert [p["path"] for p in validate_form_data(schema, {"c": "w3000x"})] == ["/c"]
+
+
+def test_a_validation_over_its_cpu_budget_is_refused_in_plain_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a CPU budget no real validation fits in
+    from agentturn import validation
+
+    monkeypatch.setattr(validation, "VALIDATION_CPU_SECONDS", -1.0)
+    schema = {"type": "object", "properties": {"l": {"type": "array", "items": {"type": "integer"}}}}
+    # WHEN a submission with enough values to reach a budget check is validated
+    problems = validate_form_data(schema, {"l": list(range(200))})
+    # THEN it is refused as a whole, saying why
+    assert problems == [
+        {"path": "", "message": "This form could not be checked in time; please shorten what you entered."}
+    ]
