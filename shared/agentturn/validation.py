@@ -285,8 +285,9 @@ class _Run:
             for key, value in inst.items():
                 if key in r.props:
                     continue
-                if s.unevaluated_props.always is False and fail(say.undeclared(key), (*path, key)):
-                    return r
+                if s.unevaluated_props.always is False:
+                    if fail(say.undeclared(key), (*path, key)):
+                        return r
                     continue
                 sub = self.check(s.unevaluated_props, value, (*path, key), key, collect)
                 r.take(sub, annotations=False, declared=True)
@@ -359,8 +360,9 @@ class _Run:
             for index, item in enumerate(inst):
                 self.budget.tick()
                 first = seen.setdefault(canonical(item), index)
-                if first != index and fail(say.unique_items(label, first, index)):
-                    return True
+                if first != index:
+                    if fail(say.unique_items(label, first, index)):
+                        return True
                     break
         for index, item in enumerate(inst):
             if index < len(s.prefix_items):
@@ -439,11 +441,12 @@ class _Run:
                 matched = self.budget.search(compiled, key)
                 if matched is None and fail(say.pattern_timeout(f"“{key}”"), (*path, key)):
                     return True
-                elif matched:
+                if matched:
                     applying.append(schema)
             if not applying and s.additional is not None:
-                if s.additional.always is False and fail(say.undeclared(key), (*path, key)):
-                    return True
+                if s.additional.always is False:
+                    if fail(say.undeclared(key), (*path, key)):
+                        return True
                     continue
                 applying.append(s.additional)
             if applying:

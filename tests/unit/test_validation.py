@@ -339,6 +339,7 @@ def test_unique_items_compares_as_json_does() -> None:
     assert validate_form_data(schema, {"l": [1, 1.0]}) != []
     assert validate_form_data(schema, {"l": [1, True]}) == []
     assert validate_form_data(schema, {"l": [0, False]}) == []
+    assert len(validate_form_data(schema, {"l": [1, 1, 1, 2, 2]})) == 1  # said once per list
 
 
 def test_data_too_large_or_too_deep_is_refused_in_plain_words() -> None:
