@@ -39,7 +39,8 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("pattern", _field({"type": "string", "pattern": "^\\d\\d:\\d\\d$"}), {"v": "9"}),
     (
         "pattern-hints",
-        _field({"type": "string", "pattern": "^\\d\\d:\\d\\d$", "description": "HH:MM, 24-hour.", "examples": ["09:30"]}),
+        _field({"type": "string", "pattern": "^\\d\\d:\\d\\d$",
+                "description": "HH:MM, 24-hour.", "examples": ["09:30"]}),
         {"v": "9"},
     ),
     ("minimum", _field({"type": "number", "minimum": 1}), {"v": 0}),
@@ -52,7 +53,8 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("unique-items", _field({"type": "array", "uniqueItems": True}), {"v": [1, 2, 1]}),
     ("contains", _field({"type": "array", "contains": {"const": 1}}), {"v": [2]}),
     ("min-properties", _field({"type": "object", "minProperties": 1}), {"v": {}}),
-    ("max-properties", _field({"type": "object", "maxProperties": 1, "properties": {"a": {}, "b": {}}}), {"v": {"a": 1, "b": 2}}),
+    ("max-properties", _field({"type": "object", "maxProperties": 1, "properties": {"a": {}, "b": {}}}),
+     {"v": {"a": 1, "b": 2}}),
     (
         "dependent-required",
         {"type": "object", "properties": {"card": {"title": "Card"}, "cvc": {"title": "CVC"}},
@@ -62,10 +64,11 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("additional-properties", {"type": "object", "properties": {"a": {}}, "additionalProperties": False}, {"b": 1}),
     ("not", _field({"not": {"const": "x"}}), {"v": "x"}),
     ("false", _field({}, properties={"v": False}), {"v": 1}),
-    ("nested-title", {"type": "object", "properties": {"o": {"type": "object", "title": "Address",
-                                                            "properties": {"zip": {"type": "string", "title": "ZIP"}}}}},
+    ("nested-title", {"type": "object", "properties": {"o": {
+        "type": "object", "title": "Address", "properties": {"zip": {"type": "string", "title": "ZIP"}}}}},
      {"o": {"zip": 1}}),
-    ("array-item", {"type": "object", "properties": {"l": {"type": "array", "title": "Codes", "items": {"type": "string"}}}},
+    ("array-item", {"type": "object", "properties": {"l": {
+        "type": "array", "title": "Codes", "items": {"type": "string"}}}},
      {"l": ["a", 2]}),
 ]  # fmt: skip
 
