@@ -23,36 +23,47 @@ import regex
 from agentturn.ecma_regex import compile_ecma, is_valid_syntax
 
 
-def _js(pattern: str, *, ignore_case: bool = False, unicode: bool = False) -> Callable[[str], bool]:
-    compiled = compile_ecma(pattern, unicode=unicode, ignore_case=ignore_case)
+class _Js:
+    """A format's ECMA-262 regular expression, compiled on first use or by :meth:`warm` (not at import: the
+    biggest take tens of milliseconds, which a Lambda's cold start should not pay for formats no form uses)."""
 
-    def test(value: str) -> bool:
-        return compiled.search(value) is not None
+    def __init__(self, pattern: str, *, ignore_case: bool = False, unicode: bool = False) -> None:
+        self.pattern, self.ignore_case, self.unicode = pattern, ignore_case, unicode
+        self._compiled: regex.Pattern[str] | None = None
 
-    return test
+    def compiled(self) -> regex.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = compile_ecma(self.pattern, unicode=self.unicode, ignore_case=self.ignore_case)
+        return self._compiled
+
+    def __call__(self, value: str) -> bool:
+        return self.compiled().search(value) is not None
+
+
+_js = _Js
 
 
 def _is_leap_year(year: int) -> bool:
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
-_DATE: Final = compile_ecma(r"^(\d\d\d\d)-(\d\d)-(\d\d)$")
+_DATE: Final = _Js(r"^(\d\d\d\d)-(\d\d)-(\d\d)$")
 _DAYS: Final = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def _date(value: str) -> bool:
-    match = _DATE.search(value)
+    match = _DATE.compiled().search(value)
     if match is None:
         return False
     year, month, day = (int(part) for part in match.groups())
     return 1 <= month <= 12 and 1 <= day <= (29 if month == 2 and _is_leap_year(year) else _DAYS[month])
 
 
-_TIME: Final = compile_ecma(r"^(\d\d):(\d\d):(\d\d)(\.\d+)?(z|[+-]\d\d(?::?\d\d)?)?$", ignore_case=True, unicode=False)
+_TIME: Final = _Js(r"^(\d\d):(\d\d):(\d\d)(\.\d+)?(z|[+-]\d\d(?::?\d\d)?)?$", ignore_case=True)
 
 
 def _time(value: str, *, with_time_zone: bool = False) -> bool:
-    match = _TIME.search(value)
+    match = _TIME.compiled().search(value)
     if match is None:
         return False
     hour, minute, second = int(match.group(1)), int(match.group(2)), int(match.group(3))
@@ -62,11 +73,11 @@ def _time(value: str, *, with_time_zone: bool = False) -> bool:
     return in_range and (not with_time_zone or time_zone != "")
 
 
-_DATE_TIME_SEPARATOR: Final = compile_ecma(r"t|\s", ignore_case=True, unicode=False)
+_DATE_TIME_SEPARATOR: Final = _Js(r"t|\s", ignore_case=True)
 
 
 def _date_time(value: str) -> bool:
-    parts = _DATE_TIME_SEPARATOR.split(value)
+    parts = _DATE_TIME_SEPARATOR.compiled().split(value)
     return len(parts) == 2 and _date(parts[0]) and _time(parts[1], with_time_zone=True)
 
 
@@ -216,6 +227,18 @@ FORMATS: Final[dict[str, Format]] = {
         "a colour such as #ff8800",
     ),
 }
+
+
+#: Values that take every format check down each of its paths, so that all its expressions get compiled.
+_WARM_UP: Final = ("", "a:b", "2024-01-01T00:00:00Z", "00:00:00")
+
+
+def warm(name: str) -> None:
+    """Compile what format ``name`` needs now (a form's validator is built before any submission arrives)."""
+    fmt = FORMATS[name]
+    if fmt.applies_to == "string":
+        for sample in _WARM_UP:
+            fmt.check(sample)
 
 
 def check_format(name: str, value: Any) -> bool:

@@ -30,6 +30,7 @@ import regex
 from agentturn import form_messages as say
 from agentturn.ecma_regex import compile_ecma
 from agentturn.formats import FORMATS
+from agentturn.formats import warm as warm_format
 from agentturn.schema_rules import SchemaRefusedError, check_form_schema, resolve_pointer
 
 #: All ``pattern``/``patternProperties`` matching of one submission shares this many seconds, counted while
@@ -184,6 +185,8 @@ class _Schema:
         self.then = sub(n["then"]) if "then" in n else None
         self.else_ = sub(n["else"]) if "else" in n else None
         self.format = FORMATS.get(n["format"]) if isinstance(n.get("format"), str) else None
+        if self.format is not None:
+            warm_format(n["format"])
 
     def target(self) -> _Schema:
         assert self.ref is not None
