@@ -77,7 +77,9 @@ class DevProcess:
 
     def start(self) -> DevProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTTURN_AGENTS": "tests.e2e.agents:e2e_agents", **self.env}
+        # This checkout's package first: the installed one may be another worktree's (an editable install).
+        path = os.pathsep.join([str(ROOT / "shared"), str(ROOT)])
+        env = {**os.environ, "PYTHONPATH": path, "AGENTTURN_AGENTS": "tests.e2e.agents:e2e_agents", **self.env}
         log = self.log_path.open("wb")
         command = [sys.executable, "-m", "agentturn.cli", "dev", "--port", str(self.port), *self.args]
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
