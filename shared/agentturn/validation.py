@@ -215,6 +215,13 @@ class _Compiler:
         self.root = root
         self._by_id: dict[int, _Schema] = {}
         self.top = self.compile(root)
+        # Every reference target too, now: a submission never pays for compiling (patterns included).
+        done = 0
+        while done != len(self._by_id):
+            done = len(self._by_id)
+            for compiled in list(self._by_id.values()):
+                if compiled.ref is not None:
+                    compiled.target()
 
     def compile(self, node: Any) -> _Schema:
         # $ref is resolved lazily (``_Schema.target``), so compiling never follows a reference cycle.
@@ -592,7 +599,10 @@ _cache_lock = threading.Lock()
 
 def form_validator(schema: dict[str, Any]) -> FormValidator:
     """The compiled validator of ``schema``, built once per distinct schema and kept (LRU)."""
-    key = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        raise SchemaRefusedError("", "the schema must be plain JSON") from None
     with _cache_lock:
         found = _cache.get(key)
         if found is not None:

@@ -178,3 +178,8 @@ def test_recursion_that_moves_into_the_data_is_allowed_and_checked() -> None:
 )
 def test_ecma_patterns_python_would_read_differently_are_allowed(pattern: str) -> None:
     FormDefinition("k", "d", _obj(x={"type": "string", "pattern": pattern}))
+
+
+def test_a_schema_that_is_not_plain_json_is_refused_when_built() -> None:
+    with pytest.raises(ValueError, match="plain JSON"):
+        FormDefinition("k", "d", {"type": "object", "properties": {"a": {"enum": [{1, 2}]}}})
