@@ -286,7 +286,8 @@ class _Run:
         if isinstance(inst, list) and s.unevaluated_items is not None:
             for index, item in enumerate(inst):
                 if index not in r.items:
-                    sub = self.check(s.unevaluated_items, item, (*path, index), label, collect)
+                    item_label = _child_label(s.unevaluated_items, index, label)
+                    sub = self.check(s.unevaluated_items, item, (*path, index), item_label, collect)
                     r.take(sub, annotations=False, declared=True)
                     if sub.errors and not collect:
                         return r
