@@ -73,9 +73,13 @@ class DevProcess:
     #: Where it runs, and with which interpreter (a generated project runs its own venv's, in its folder).
     cwd: Path = ROOT
     python: str = sys.executable
-    #: The repository's test agents; a generated project passes ``--agents`` instead.
+    #: This checkout's package first (the installed one may be another worktree's editable install), and the
+    #: repository's test agents; a generated project passes its own environment and ``--agents`` instead.
     base_env: dict[str, str] = field(
-        default_factory=lambda: {"PYTHONPATH": str(ROOT), "AGENTTURN_AGENTS": "tests.e2e.agents:e2e_agents"}
+        default_factory=lambda: {
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)]),
+            "AGENTTURN_AGENTS": "tests.e2e.agents:e2e_agents",
+        }
     )
 
     @property

@@ -22,7 +22,7 @@ def test_support_demo_asks_for_the_form_and_creates_the_ticket() -> None:
     turn = play("support", ask=lambda prompt: next(typed), out=out)
     # THEN the server-side validation explained the problem, and after the second try the ticket exists
     text = out.getvalue()
-    assert "/affectedSystem: is required" in text
+    assert "/affectedSystem: 受影响系统 (Affected system) is required." in text
     assert turn.status.value == "COMPLETED"
     assert "Ticket TICKET-" in text and "统一登录系统" in text
 
