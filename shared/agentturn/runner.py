@@ -263,17 +263,30 @@ class Runner:
         return saved
 
     def cancel(self, turn_id: str) -> Turn:
-        """Request cancellation; a turn not running elsewhere ends CANCELLED now, a running one at its next step."""
-        self.store.request_cancel(turn_id)
+        """Cancel a turn: one not running elsewhere ends CANCELLED now, a running one at its next step.
+
+        Safe to call again after any failure: each call finishes what an earlier one started. A blocked turn
+        ends in one write that carries the flag and the status together (a failed write changed nothing); a
+        runnable one gets the flag first (its worker stops on it), then is finished here if nobody holds it.
+        """
         for _ in range(_CONFLICT_RETRIES):
             turn = self.store.load(turn_id)
             if turn.status.is_terminal:
                 return turn
             lease: Lease | None = None
             if turn.status.is_runnable:
+                if not turn.cancel_requested:
+                    self.store.request_cancel(turn_id)
                 lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
                 if lease is None:
-                    return turn
+                    # A worker holds it and stops at its next step, unless it blocked the turn meanwhile:
+                    # then the turn is ours to finish (next round).
+                    current = self.store.load(turn_id)
+                    if current.status.is_blocked:
+                        continue
+                    return current
+                turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
+            turn.cancel_requested = True
             run = _Run(turn=turn, agent=None, lease=lease)
             try:
                 self._finish(run, TurnStatus.CANCELLED)
@@ -286,17 +299,30 @@ class Runner:
         raise VersionConflictError(turn_id, None)
 
     def expire(self, turn_id: str) -> Turn:
-        """Close a wait whose input timeout has passed (what the sweeper calls; harmless if not due).
+        """Act on a blocked turn that is due (what the sweeper calls; harmless if it is not due).
 
-        The pending call gets an "expired" result and the turn is saved runnable for a worker, or — when the
-        wait was set to cancel on expiry, or is a plain-text wait with no call to answer — ends CANCELLED.
+        A turn carrying the cancel flag ends CANCELLED (a cancel whose process died before it finished). A
+        wait whose input timeout has passed is closed: the pending call gets an "expired" result and the
+        turn is saved runnable for a worker, or — when the wait was set to cancel on expiry, or is a
+        plain-text wait with no call to answer — it ends CANCELLED.
         """
+        return self._settle(turn_id, expire_waits=True)
+
+    def _settle(self, turn_id: str, *, expire_waits: bool) -> Turn:
         for _ in range(_CONFLICT_RETRIES):
             turn = self.store.load(turn_id)
             suspension = turn.suspension
-            if not turn.status.is_blocked or suspension is None or not suspension.is_expired(self.clock()):
+            if not turn.status.is_blocked or suspension is None:
                 return turn
             run = _Run(turn=turn, agent=None, lease=None)
+            if turn.cancel_requested:
+                try:
+                    self._finish(run, TurnStatus.CANCELLED)
+                except VersionConflictError:
+                    continue
+                return run.turn
+            if not expire_waits or not suspension.is_expired(self.clock()):
+                return turn
             answerable = suspension.is_form or suspension.type is SuspensionType.TOOL_APPROVAL
             try:
                 if suspension.on_expiry == "cancel" or not answerable:
@@ -310,12 +336,14 @@ class Runner:
             return run.turn
         raise VersionConflictError(turn_id, None)
 
-    def expire_overdue(self, *, limit: int = 100) -> list[Turn]:
-        """Expire every overdue wait the store knows of; returns the turns now runnable (to enqueue)."""
+    def expire_overdue(self, *, limit: int = 100, expire_waits: bool = True) -> list[Turn]:
+        """Settle every due blocked turn the store knows of (see :meth:`expire`); returns the turns now
+        runnable (to enqueue). Unfinished cancels are always finished; expired waits only with
+        ``expire_waits``."""
         runnable: list[Turn] = []
         for overdue in self.store.find_overdue(limit=limit):
             try:
-                turn = self.expire(overdue.turn_id)
+                turn = self._settle(overdue.turn_id, expire_waits=expire_waits)
             except TurnNotFoundError:
                 continue
             if turn.status.is_runnable:
@@ -768,6 +796,12 @@ class Runner:
         self._save(run)
         turn = run.turn
         assert turn.suspension is not None
+        if turn.cancel_requested:
+            # Cancelled while this step ran (the save came back carrying the flag): nobody may answer a
+            # turn that is being cancelled, so it ends now rather than waiting with a live card.
+            self._emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, suspended=True)
+            self._finish(run, TurnStatus.CANCELLED)
+            return
         self._emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, suspended=True)
         self._emit(
             turn,

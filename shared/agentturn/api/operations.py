@@ -170,10 +170,13 @@ class Operations:
         turn = store.load(turn_id)
         if key in turn.accepted_requests:
             raise IdempotencyConflictError(turn_id, key)
-        if not turn.cancel_requested:
-            # Cancelling is idempotent by its flag: once requested, every retry answers the same 202 without
-            # writing. A turn that already ended otherwise is a conflict, refused without a write.
-            if turn.status.is_terminal:
+        if turn.status.is_terminal:
+            # Cancelling is idempotent: a turn that ended with the flag (cancelled, or stopped otherwise once
+            # cancel was asked) answers the same 202 without writing; one that ended otherwise is a conflict.
+            if not turn.cancel_requested:
                 raise InvalidResumeError(f"turn {turn_id!r} is {turn.status.value}", reason="turn_terminal")
+        else:
+            # Also when the flag is already set: a first attempt that set it but failed before the turn was
+            # saved CANCELLED is finished by its retry (a running turn is stopped by its worker).
             self._runner_for(caller, store).cancel(turn_id)
         return CancelAccepted(turn_id=turn_id)
