@@ -22,6 +22,7 @@ from agentturn.errors import (
     IdempotencyConflictError,
     InvalidResumeError,
     LeaseLostError,
+    ModelError,
     ToolProtocolError,
     TurnNotFoundError,
     UnknownAgentError,
@@ -44,9 +45,11 @@ from agentturn.messages import (
 )
 from agentturn.projection import card_sort_key, is_projected, mark_projected, project, stamp
 from agentturn.resume import apply_resume, cancel_cards, expire_wait
+from agentturn.retry import RetryPolicy
 from agentturn.state import (
     MAX_ACCEPTED_REQUESTS,
     AcceptedRequest,
+    RetryState,
     Suspension,
     SuspensionType,
     Turn,
@@ -96,6 +99,7 @@ class Runner:
         clock: Clock = time.time,
         worker_id: str | None = None,
         lease_seconds: float = 60.0,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.store: TurnStore = store if store is not None else InMemoryTurnStore(clock=clock)
         self.chat_memory = chat_memory
@@ -103,6 +107,7 @@ class Runner:
         self.clock = clock
         self.worker_id = worker_id or f"runner-{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
+        self.retry = retry if retry is not None else RetryPolicy()
         self._agents: dict[tuple[str, str], Agent] = {}
         self._sequences: dict[str, int] = {}
         self._sequence_lock = threading.Lock()
@@ -201,12 +206,16 @@ class Runner:
             turn = turn or lease.turn
         try:
             current = turn if turn is not None and turn.id == turn_id else self.store.load(turn_id)
-            if not current.status.is_runnable:
+            if not current.status.is_runnable or not current.is_due(self.clock()):
                 self.store.release(lease)
                 return current
-            agent = self.agent_for(current)
             if projected_version is not None and projected_version == current.version:
                 mark_projected(current)
+            agent = self.agent_for(current)
+        except UnknownAgentError as exc:
+            # Not deployed here (yet, during a rollout; or any more): try again later, a bounded number of
+            # times, then end the turn FAILED so that its conversation is free again.
+            return self._retry_later_now(_Run(turn=current, agent=None, lease=lease), "agent_unavailable", exc)
         except Exception:
             self.store.release(lease)
             raise
@@ -216,6 +225,29 @@ class Runner:
             self._finish(run, TurnStatus.FAILED, "conversation_busy", message)
             return run.turn
         return self._drive(run)
+
+    def record_failure(self, turn_id: str, error: BaseException) -> Turn:
+        """Count a run of ``turn_id`` that raised ``error`` unexpectedly (a worker calls this for what it cannot
+        classify as transient): the turn is tried again after a backoff, and after the last attempt it ends
+        FAILED with error ``cannot_run``. A turn someone else holds, or that is not runnable, is returned as
+        stored."""
+        lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
+        if lease is None:
+            return self.store.load(turn_id)
+        turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
+        return self._retry_later_now(_Run(turn=turn, agent=None, lease=lease), "cannot_run", error)
+
+    def _retry_later_now(self, run: _Run, reason: str, error: BaseException) -> Turn:
+        """:meth:`_retry_later` outside the loop: under the run's lease, released after."""
+        try:
+            self._retry_later(run, reason, f"{type(error).__name__}: {error}")
+        except (_LeaseGone, VersionConflictError):
+            return self.store.load(run.turn.id)
+        finally:
+            if run.lease is not None:
+                self.store.release(run.lease)
+                run.lease = None
+        return run.turn
 
     def submit_resume(self, turn_id: str, command: ResumeCommand) -> Turn:
         """Validate and apply ``command``, save the turn as runnable RUNNING; run nothing (a worker will).
@@ -468,6 +500,9 @@ class Runner:
                 if run.turn.cancel_requested:
                     self._finish(run, TurnStatus.CANCELLED)
                     break
+                if not run.turn.is_due(self.clock()):
+                    # In the backoff of a failed attempt: the caller hands it on with the remaining delay.
+                    break
                 if run.should_yield is not None and run.should_yield():
                     break
                 self._renew(run)
@@ -536,10 +571,9 @@ class Runner:
         try:
             reply = agent.chat_model.chat(request)
         except Exception as exc:
-            _log.exception("model of agent %r failed on turn %r", agent.id, turn.id)
-            self._emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=False)
-            self._finish(run, TurnStatus.FAILED, "model_error", f"{type(exc).__name__}: {exc}")
+            self._model_failed(run, exc)
             return
+        turn.retry = None
         reply = _unique_call_ids(turn, reply)
         self._emit(turn, EventType.MODEL_COMPLETED, toolCalls=[c.name for c in reply.tool_calls])
         turn.iteration_count += 1
@@ -555,6 +589,57 @@ class Runner:
         turn.final_output = reply.content
         self._emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
         self._finish(run, TurnStatus.COMPLETED)
+
+    def _model_failed(self, run: _Run, exc: Exception) -> None:
+        """A retryable model error (throttled, 5xx, timeout, connection) keeps the turn runnable with a
+        backoff, for a bounded number of attempts; anything else fails the turn at once."""
+        turn = run.turn
+        retryable = isinstance(exc, ModelError) and exc.retryable
+        kind = exc.kind.value if isinstance(exc, ModelError) else "unexpected"
+        message = f"{type(exc).__name__}: {exc}"
+        attempt = (turn.retry.attempts if turn.retry is not None else 0) + 1
+        if retryable:
+            _log.warning("model of turn %r failed (%s, attempt %d): %s", turn.id, kind, attempt, message)
+        else:
+            _log.exception("model of agent %r failed on turn %r", turn.agent_id, turn.id)
+        self._emit(
+            turn,
+            EventType.MODEL_FAILED,
+            kind=kind,
+            retryable=retryable,
+            attempt=attempt,
+            maxAttempts=self.retry.max_attempts,
+            error=message,
+        )
+        self._emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=False)
+        if not retryable:
+            self._finish(run, TurnStatus.FAILED, "model_error", message)
+            return
+        at_least = exc.retry_after if isinstance(exc, ModelError) else None
+        self._retry_later(run, "model_error", message, at_least=at_least, exhausted="model_retries_exhausted")
+
+    def _retry_later(
+        self, run: _Run, reason: str, message: str, *, at_least: float | None = None, exhausted: str | None = None
+    ) -> None:
+        """Save the turn runnable, due after a backoff; after the last allowed attempt, end it FAILED."""
+        turn = run.turn
+        attempt = (turn.retry.attempts if turn.retry is not None else 0) + 1
+        if attempt >= self.retry.max_attempts:
+            self._finish(run, TurnStatus.FAILED, exhausted or reason, f"{message} (gave up after {attempt} attempts)")
+            return
+        delay = self.retry.delay(turn.id, attempt, at_least)
+        turn.retry = RetryState(attempts=attempt, reason=reason, error=message, not_before=self.clock() + delay)
+        turn.status = TurnStatus.RUNNING
+        self._save(run)
+        self._emit(
+            run.turn,
+            EventType.RETRY_SCHEDULED,
+            reason=reason,
+            attempt=attempt,
+            maxAttempts=self.retry.max_attempts,
+            delaySeconds=round(delay, 3),
+            error=message,
+        )
 
     def _tool_step(self, run: _Run) -> None:
         agent = self._agent(run)

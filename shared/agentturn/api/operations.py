@@ -27,6 +27,7 @@ from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.commands import ResumeCommand
 from agentturn.errors import ConversationBusyError, IdempotencyConflictError, InvalidResumeError, UnknownAgentError
 from agentturn.projection import is_projected
+from agentturn.retry import handoff_delay
 from agentturn.runner import Runner
 from agentturn.state import Turn
 
@@ -99,8 +100,9 @@ class Operations:
             raise
         if turn.status.is_runnable:
             # Out of time (or another holder has it): saved runnable, so a worker picks it up from here.
-            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn))
-            _log.info("turn %r handed to the worker at version %d", turn.id, turn.version)
+            delay = handoff_delay(turn, self.services.clock())
+            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn), delay_seconds=delay)
+            _log.info("turn %r handed to the worker at version %d (delay %d s)", turn.id, turn.version, delay)
             return StartedTurn(turn, handed_off=True)
         return StartedTurn(turn, handed_off=False)
 
