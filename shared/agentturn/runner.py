@@ -7,13 +7,14 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic_core import to_jsonable_python
 
-from agentturn._clock import Clock, iso
+from agentturn._clock import Clock, Waiter, iso, real_wait
 from agentturn.agent import Agent, ApprovalVerdict, ExecutionPolicy, ToolApprovalDecision
 from agentturn.chat import ChatRequest
 from agentturn.commands import ResumeCommand
@@ -30,6 +31,7 @@ from agentturn.errors import (
 )
 from agentturn.events import Event, EventType, Listener, dispatch
 from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired
+from agentturn.heartbeat import Heartbeat
 from agentturn.memory import ChatMemory, ChatMemoryProvider
 from agentturn.messages import (
     AiMessage,
@@ -100,6 +102,7 @@ class Runner:
         worker_id: str | None = None,
         lease_seconds: float = 60.0,
         retry: RetryPolicy | None = None,
+        wait: Waiter = real_wait,
     ) -> None:
         self.store: TurnStore = store if store is not None else InMemoryTurnStore(clock=clock)
         self.chat_memory = chat_memory
@@ -108,6 +111,8 @@ class Runner:
         self.worker_id = worker_id or f"runner-{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
         self.retry = retry if retry is not None else RetryPolicy()
+        #: How the lease heartbeat waits between beats (in the clock's time: tests pass their fake clock's).
+        self.wait = wait
         self._agents: dict[tuple[str, str], Agent] = {}
         self._sequences: dict[str, int] = {}
         self._sequence_lock = threading.Lock()
@@ -531,6 +536,29 @@ class Runner:
                 run.lease = None
                 raise _LeaseGone from exc
 
+    @contextmanager
+    def _heartbeat(self, run: _Run) -> Iterator[None]:
+        """Keep the run's lease alive while the body (a model call, a tool) runs; raise ``_LeaseGone`` after
+        it if the lease was taken over meanwhile, so that nothing the step produced is kept or acted on."""
+        lease = run.lease
+        if lease is None:
+            yield
+            return
+        beat = Heartbeat(
+            lease,
+            lambda held: self.store.renew(held, self.lease_seconds),
+            self.lease_seconds / 3,
+            clock=self.clock,
+            wait=self.wait,
+        )
+        try:
+            with beat:
+                yield
+        finally:
+            run.lease = None if beat.lost else beat.lease
+        if beat.lost:
+            raise _LeaseGone
+
     def _policy(self, run: _Run) -> ExecutionPolicy:
         """The agent's policy; the defaults for a turn whose agent this process does not know (a cancel)."""
         try:
@@ -569,7 +597,10 @@ class Runner:
         request = ChatRequest(system=agent.instructions, messages=self._context(run), tools=agent.tool_specs())
         self._emit(turn, EventType.MODEL_STARTED, messages=len(request.messages))
         try:
-            reply = agent.chat_model.chat(request)
+            with self._heartbeat(run):
+                reply = agent.chat_model.chat(request)
+        except _LeaseGone:
+            raise
         except Exception as exc:
             self._model_failed(run, exc)
             return
@@ -753,8 +784,10 @@ class Runner:
             _cancel_probe=lambda: self._cancel_requested(turn.id),
         )
         try:
-            with tool_context(context):
+            with tool_context(context), self._heartbeat(run):
                 result = tool.function(dict(call.arguments))
+        except _LeaseGone:
+            raise
         except FormRequired as signal:
             if replay or state.form_requested:
                 error = ToolProtocolError(

@@ -56,7 +56,7 @@ class Settings:
     #: A synchronous run (or a worker) stops before a step once less than this much Lambda time is left:
     #: it must exceed the longest step (a model call), or the Lambda can be killed mid-step.
     yield_margin_ms: int = 10_000
-    #: Lease on a running turn; renewed at half-time, so it must exceed the longest single step.
+    #: Lease on a running turn; renewed between steps and, by a heartbeat, every third of it during a step.
     lease_seconds: int = 60
     #: The sweeper re-enqueues runnable turns untouched (and unleased) for this long.
     sweep_idle_seconds: int = 120
