@@ -21,6 +21,7 @@ from agentturn import (
     Worker,
     WorkOutcome,
 )
+from agentturn.api.telemetry import metrics_listener
 from agentturn.errors import ModelError, ModelErrorKind
 from agentturn.retry import RetryPolicy, handoff_delay
 from tests.scenarios.conftest import Backend
@@ -274,3 +275,57 @@ def test_backoff_doubles_with_jitter_and_is_capped() -> None:
         assert len(set(delays)) > 1
         assert policy.delay("turn-1", attempt) == policy.delay("turn-1", attempt)
     assert policy.delay("t", 1, at_least=600.0) == 60.0
+
+
+class CountingTelemetry:
+    """The telemetry port, counting what the metrics listener emits."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, float] = {}
+
+    def count(self, name: str, value: float = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + value
+
+    def milliseconds(self, name: str, value: float) -> None:
+        return None
+
+    def bind(self, **keys: str) -> None:
+        return None
+
+    def unbind(self, *keys: str) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (
+            model_error(ModelErrorKind.THROTTLED, retryable=True),
+            {"ModelCallsFailed": 3, "TurnRetriesScheduled": 2, "TurnsFailed": 1, "ModelRetriesExhausted": 1},
+        ),
+        (
+            model_error(ModelErrorKind.INVALID_REQUEST, retryable=False),
+            {"ModelCallsFailed": 1, "TurnsFailed": 1, "ModelErrorsFatal": 1},
+        ),
+    ],
+    ids=["retryable", "not_retryable"],
+)
+def test_model_failures_are_counted_as_metrics(backend: Backend, error: ModelError, expected: dict[str, int]) -> None:
+    # GIVEN a model that keeps failing, and a runner whose events feed the telemetry port
+    telemetry = CountingTelemetry()
+    agent = ticket_agent(Outage(10, error), Ledger())
+    runner = backend.runner([agent], retry=POLICY, listeners=[metrics_listener(telemetry)])
+    worker = Worker(runner)
+
+    # WHEN the turn runs until it ends
+    turn = runner.run(agent, "conv", "open a ticket")
+    while turn.status.is_runnable:
+        assert turn.retry is not None and turn.retry.not_before is not None
+        backend.clock.advance(turn.retry.not_before - backend.clock())
+        result = worker.process(turn.id).turn
+        assert result is not None
+        turn = result
+
+    # THEN each failed call, each scheduled retry and the final failure (with its cause) were counted
+    assert {name: telemetry.counts.get(name, 0) for name in expected} == expected
+    assert telemetry.counts.get("TurnsUnrunnable", 0) == 0
