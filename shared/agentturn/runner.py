@@ -88,6 +88,8 @@ class _Run:
     agent: Agent | None
     lease: Lease | None
     should_yield: YieldProbe | None = None
+    #: renews the lease during steps; one per run, ended with it
+    heartbeat: Heartbeat | None = None
 
 
 class Runner:
@@ -520,6 +522,8 @@ class Runner:
             # Someone else wrote the turn since this process read it: keep nothing computed since.
             return self.store.load(run.turn.id)
         finally:
+            if run.heartbeat is not None:
+                run.heartbeat.close()
             if run.lease is not None:
                 self.store.release(run.lease)
                 run.lease = None
@@ -544,15 +548,17 @@ class Runner:
         if lease is None:
             yield
             return
-        beat = Heartbeat(
-            lease,
-            lambda held: self.store.renew(held, self.lease_seconds),
-            self.lease_seconds / 3,
-            clock=self.clock,
-            wait=self.wait,
-        )
+        if run.heartbeat is None:
+            run.heartbeat = Heartbeat(
+                lambda held: self.store.renew(held, self.lease_seconds),
+                self.lease_seconds / 3,
+                clock=self.clock,
+                wait=self.wait,
+                name=lease.turn_id[:12],
+            )
+        beat = run.heartbeat
         try:
-            with beat:
+            with beat.step(lease):
                 yield
         finally:
             run.lease = None if beat.lost else beat.lease

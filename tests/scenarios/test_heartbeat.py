@@ -197,3 +197,40 @@ def test_a_lease_lost_during_a_model_call_stops_the_turn_before_its_tool(backend
     assert len(ledger.attempts) == 1
     assert results[0].turn is not None and results[0].turn.version == taken.turn.version
     assert backend.store.load(turn.id).status is TurnStatus.COMPLETED
+
+
+def test_a_tool_longer_than_the_lease_after_a_quick_model_call_keeps_it_too(backend: Backend) -> None:
+    # GIVEN a quick model call, then a tool that runs for minutes (one heartbeat serves both steps of the run)
+    entered, gate, ledger = threading.Event(), threading.Event(), Ledger()
+
+    def slow_tool(arguments: dict[str, Any]) -> Any:
+        ledger.attempts.append("create_ticket")
+        entered.set()
+        assert gate.wait(BOUND), "the test never let the tool finish"
+        return ledger.write(dict(arguments))
+
+    def model(request: ChatRequest) -> AiMessage:
+        if any(isinstance(m, ToolMessage) for m in request.messages):
+            return AiMessage(content="ticket created")
+        return ai_calls(("t1", "create_ticket", {"title": "login"}))
+
+    agent = Agent(
+        id="tickets", instructions="", chat_model=ScriptedChatModel(model), tools=[Tool("create_ticket", "", slow_tool)]
+    )
+    turn = backend.runner([agent]).start(agent, "conv", "open a ticket")
+    observed = ObservedStore(backend.store)
+    thread, results = in_thread(lambda: worker(backend, agent, observed, "A").process(turn.id))
+    assert entered.wait(BOUND)
+
+    # WHEN two leases pass while the tool runs THEN the lease is renewed, and nobody else can take the turn
+    for beat in range(1, 7):
+        backend.clock.advance(LEASE / 3 + 0.5)
+        observed.wait_for_renewals(beat)
+    assert worker(backend, agent, backend.store, "B").process(turn.id).outcome is WorkOutcome.LEASE_HELD
+
+    # WHEN the tool finishes THEN the turn completes with the tool run once
+    gate.set()
+    thread.join(BOUND)
+    assert not thread.is_alive()
+    assert results[0].turn is not None and results[0].turn.status is TurnStatus.COMPLETED
+    assert ledger.attempts == ["create_ticket"]
