@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from agentturn._clock import Clock, Waiter
+from agentturn._clock import Waiter
 from agentturn.errors import LeaseLostError
 from agentturn.store import Lease
 
@@ -28,18 +28,14 @@ _SETTLE_SECONDS = 5.0
 
 
 class Heartbeat:
-    def __init__(
-        self, renew: Callable[[Lease], Lease], interval: float, *, clock: Clock, wait: Waiter, name: str = ""
-    ) -> None:
+    def __init__(self, renew: Callable[[Lease], Lease], interval: float, *, wait: Waiter, name: str = "") -> None:
         self._renew = renew
         self._interval = interval
-        self._clock = clock
         self._wait = wait
         self._name = name
         self._lock = threading.Lock()
         self._lease: Lease | None = None
         self._lost = False
-        self._due = 0.0
         #: set while a step runs (the thread beats), or to let the thread end
         self._active = threading.Event()
         #: cuts the thread's wait short: the step ended, or the run did
@@ -66,7 +62,6 @@ class Heartbeat:
         """Beat while the body runs."""
         with self._lock:
             self._lease = lease
-            self._due = self._clock() + self._interval
         self._interrupt.clear()
         self._active.set()
         if self._thread is None:
@@ -93,15 +88,11 @@ class Heartbeat:
             self._active.wait()
             if self._closed:
                 return
-            with self._lock:
-                due = self._due
-            if self._wait(self._interrupt, max(0.0, due - self._clock())):
+            if self._wait(self._interrupt, self._interval) or not self._active.is_set():
                 continue  # the step (or the run) ended: wait for the next one
             with self._lock:
-                # Timed from when this beat fired: a slow renewal does not push the next one later.
-                self._due = self._clock() + self._interval
                 lease = self._lease
-            if lease is None or not self._active.is_set():
+            if lease is None:
                 continue
             with self._in_flight:
                 self._renew_once(lease)

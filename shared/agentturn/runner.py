@@ -552,7 +552,6 @@ class Runner:
             run.heartbeat = Heartbeat(
                 lambda held: self.store.renew(held, self.lease_seconds),
                 self.lease_seconds / 3,
-                clock=self.clock,
                 wait=self.wait,
                 name=lease.turn_id[:12],
             )

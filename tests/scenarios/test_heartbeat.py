@@ -23,6 +23,7 @@ from agentturn import (
     WorkOutcome,
     WorkResult,
 )
+from agentturn._clock import real_wait
 from agentturn.store import Lease, RunnableTurn, TurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import Ledger, ai_calls
@@ -126,7 +127,10 @@ def in_thread(action: Callable[[], WorkResult]) -> tuple[threading.Thread, list[
 
 
 def worker(backend: Backend, agent: Agent, store: Any, name: str) -> Worker:
-    runner = backend.runner([agent], store=store, wait=backend.clock.wait, lease_seconds=LEASE, worker_id=name)
+    """Worker A beats on the test's clock; any other worker's steps are quick, and its heartbeat (on real
+    time) stays out of the way of the clock's waiters the test synchronises with."""
+    wait = backend.clock.wait if name == "A" else real_wait
+    runner = backend.runner([agent], store=store, wait=wait, lease_seconds=LEASE, worker_id=name)
     return Worker(runner, worker_id=name)
 
 
@@ -141,6 +145,7 @@ def test_a_model_call_longer_than_the_lease_keeps_it_and_the_tool_runs_once(back
 
     # WHEN two whole leases pass while the model thinks
     for beat in range(1, 7):
+        backend.clock.await_waiter(BOUND)
         backend.clock.advance(LEASE / 3 + 0.5)
         # THEN the heartbeat renews the lease every third of it
         observed.wait_for_renewals(beat)
@@ -174,6 +179,7 @@ def test_a_lease_lost_during_a_model_call_stops_the_turn_before_its_tool(backend
     thread, results = in_thread(lambda: worker(backend, agent, observed, "A").process(turn.id))
     assert model.entered.wait(BOUND)
     for beat in range(1, 4):
+        backend.clock.await_waiter(BOUND)
         backend.clock.advance(LEASE / 3 + 0.5)
         observed.wait_for_renewals(beat)
 
@@ -184,6 +190,7 @@ def test_a_lease_lost_during_a_model_call_stops_the_turn_before_its_tool(backend
     # ... and A's next beat finds the lease gone
     observed.throttle_renewals = False
     saves_before = observed.saves
+    backend.clock.await_waiter(BOUND)
     backend.clock.advance(LEASE / 3 + 0.5)
     observed.wait_for_renewals(4)
 
@@ -224,6 +231,7 @@ def test_a_tool_longer_than_the_lease_after_a_quick_model_call_keeps_it_too(back
 
     # WHEN two leases pass while the tool runs THEN the lease is renewed, and nobody else can take the turn
     for beat in range(1, 7):
+        backend.clock.await_waiter(BOUND)
         backend.clock.advance(LEASE / 3 + 0.5)
         observed.wait_for_renewals(beat)
     assert worker(backend, agent, backend.store, "B").process(turn.id).outcome is WorkOutcome.LEASE_HELD

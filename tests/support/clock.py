@@ -13,6 +13,7 @@ class FakeClock:
     def __init__(self, start: float = 1_800_000_000.0) -> None:
         self._now = start
         self._changed = threading.Condition()
+        self._waiting = 0
 
     def __call__(self) -> float:
         with self._changed:
@@ -30,8 +31,20 @@ class FakeClock:
         (``False``), or once ``stop`` is set (``True``)."""
         with self._changed:
             until = self._now + seconds
-            while self._now < until:
-                if stop.is_set():
-                    return True
-                self._changed.wait(_RECHECK)
-            return stop.is_set()
+            self._waiting += 1
+            self._changed.notify_all()
+            try:
+                while self._now < until:
+                    if stop.is_set():
+                        return True
+                    self._changed.wait(_RECHECK)
+                return stop.is_set()
+            finally:
+                self._waiting -= 1
+
+    def await_waiter(self, timeout: float) -> None:
+        """Block (at most ``timeout`` real seconds) until some thread waits on this clock: a test moving time
+        on for a waiter must not do it before the waiter has started counting."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._waiting > 0, timeout):
+                raise TimeoutError("nobody started waiting on the clock in time")
