@@ -21,7 +21,7 @@ from agentturn.errors import (
     VersionConflictError,
 )
 from agentturn.events import Event, EventType, Listener
-from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired, UserInputTool
+from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired, UserInputTool, require_form
 from agentturn.memory import ChatMemory, ChatMemoryProvider, InMemoryChatMemory
 from agentturn.messages import (
     AiMessage,
@@ -114,5 +114,6 @@ __all__ = [
     "WorkOutcome",
     "WorkResult",
     "Worker",
+    "require_form",
     "validate_form_data",
 ]

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from agentturn.chat import ChatModel
 from agentturn.commands import ResumeCommand
 from agentturn.errors import FormValidationError
 from agentturn.memory import InMemoryChatMemory
@@ -78,15 +79,20 @@ def _show(turn: Turn, memory: InMemoryChatMemory, out: TextIO, seen: set[str]) -
             out.write(f"tool  < {message.tool_name}: {json.dumps(message.content, ensure_ascii=False)}\n")
 
 
-def play(scenario: str, ask: Prompt | None = None, out: TextIO | None = None) -> Turn:
-    """Run one scenario: the turn suspends, the person answers at the prompt, a worker resumes it."""
+def play(
+    scenario: str, ask: Prompt | None = None, out: TextIO | None = None, *, chat_model: ChatModel | None = None
+) -> Turn:
+    """Run one scenario: the turn suspends, the person answers at the prompt, a worker resumes it.
+
+    ``chat_model``: the model the agents run on (``None``: the deterministic demo model).
+    """
     ask = ask or input
     out = out or sys.stdout
     from agentturn.demo import demo_agents
 
     agent_id, text = SCENARIOS[scenario]
     memory = InMemoryChatMemory()
-    agents = {agent.id: agent for agent in demo_agents()}
+    agents = {agent.id: agent for agent in demo_agents(chat_model=chat_model)}
     runner = Runner(chat_memory=memory, agents=list(agents.values()))
     worker = Worker(runner)
     seen: set[str] = set()
@@ -140,9 +146,24 @@ def _add_dev_parser(commands: Any) -> None:
     )
     dev.add_argument("--user", default=DEFAULT_USER, help=f"the default dev user (default {DEFAULT_USER!r})")
     dev.add_argument("--quiet", action="store_true", help="do not log each API request")
+    dev.add_argument(
+        "--agents",
+        metavar="MODULE:FUNCTION",
+        help="serve the agents this function returns (default: $AGENTTURN_AGENTS, else the demo agents)",
+    )
+    dev.add_argument(
+        "--code",
+        metavar="PATH",
+        type=Path,
+        action="append",
+        default=[],
+        help="your code, importable as in the deployed bundle (AgentTurn's code=...; repeatable; the "
+        "current folder is always importable)",
+    )
 
 
 def _dev(args: argparse.Namespace) -> int:
+    from agentturn.api.agents import AgentLoadError
     from agentturn.local.functions import FunctionsNotFoundError
     from agentturn.local.gateway import DEV_USER_PATTERN
     from agentturn.local.server import DevConfig, serve
@@ -153,10 +174,21 @@ def _dev(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         sys.stderr.write("agentturn dev: --port must be within 0..65535\n")
         return 2
-    config = DevConfig(port=args.port, user=args.user, persist=args.persist, log_requests=not args.quiet)
+    missing = [str(path) for path in args.code if not path.exists()]
+    if missing:
+        sys.stderr.write(f"agentturn dev: --code {', '.join(missing)} does not exist\n")
+        return 2
+    config = DevConfig(
+        port=args.port,
+        user=args.user,
+        persist=args.persist,
+        log_requests=not args.quiet,
+        agents=args.agents,
+        code=tuple(args.code),
+    )
     try:
         return serve(config)
-    except FunctionsNotFoundError as exc:
+    except (FunctionsNotFoundError, AgentLoadError) as exc:
         sys.stderr.write(f"agentturn dev: {exc}\n")
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] not in ("moto", "boto3", "botocore", "aws_lambda_powertools"):
@@ -170,18 +202,59 @@ def _dev(args: argparse.Namespace) -> int:
     return 1
 
 
+def _init(args: argparse.Namespace) -> int:
+    from agentturn.scaffold import ProjectNames, ScaffoldError, init_project
+
+    try:
+        names = ProjectNames.from_name(args.name or args.directory.resolve().name)
+        written = init_project(args.directory, name=args.name)
+    except ScaffoldError as exc:
+        sys.stderr.write(f"agentturn init: {exc}\n")
+        return 2
+    where = args.directory
+    sys.stdout.write(
+        f"wrote {len(written)} files to {where}/ (package {names.package}). Next:\n"
+        f"  cd {where} && python -m venv .venv && . .venv/bin/activate\n"
+        "  python -m pip install -e '.[dev]' && npm install\n"
+        "  python -m pytest\n"
+        f"  agentturn dev --agents {names.package}.agents:build --code {names.package}\n"
+        "  npx cdk synth\n"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentturn", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="play a seed scenario in the terminal (deterministic demo model)")
+    demo = commands.add_parser(
+        "demo", help="play a seed scenario in the terminal (the demo model, or the one AGENTTURN_MODEL chooses)"
+    )
     demo.add_argument("scenario", nargs="?", choices=sorted(SCENARIOS), default="support")
     _add_dev_parser(commands)
+    init = commands.add_parser(
+        "init",
+        help="write a project of your own: agents, tools, tests and a CDK app on agentturn",
+        description="Scaffolds DIR (created; it must be empty) with an agent whose tool asks for a form, a tool "
+        "that needs approval, scenario tests on a scripted model, and a CDK app with the AgentTurn construct.",
+    )
+    init.add_argument("directory", type=Path, metavar="DIR")
+    init.add_argument("--name", help="the project's name (default: DIR's name)")
     args = parser.parse_args(argv)
+    if args.command == "init":
+        return _init(args)
     if args.command == "dev":
         return _dev(args)
     if args.command == "demo":
+        from agentturn.models import chat_model_from_env
+
         try:
-            turn = play(args.scenario)
+            # The model AGENTTURN_MODEL chooses (README "Models"), as the deployed functions do.
+            model = chat_model_from_env()
+        except ValueError as exc:
+            sys.stderr.write(f"agentturn demo: {exc}\n")
+            return 2
+        try:
+            turn = play(args.scenario, chat_model=model)
         except (EOFError, KeyboardInterrupt):
             return 130
         return 0 if turn.status.value == "COMPLETED" else 1

@@ -6,24 +6,11 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
-from agentturn.tools import Tool
+from agentturn.schema_rules import SchemaRefusedError
+from agentturn.tools import Tool, ToolContext
+from agentturn.validation import form_validator
 
 REQUEST_USER_INPUT = "request_user_input"
-
-
-def _refs(node: object) -> Iterable[str]:
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str):
-                yield value
-            else:
-                yield from _refs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _refs(item)
 
 
 class FormDefinition:
@@ -44,16 +31,13 @@ class FormDefinition:
             raise ValueError(f"form {form_key!r}: schema must be a JSON object")  # noqa: TRY004 - the design's error
         frozen = copy.deepcopy(dict(schema))
         try:
-            Draft202012Validator.check_schema(frozen)
-        except SchemaError as exc:
-            raise ValueError(f"form {form_key!r}: invalid JSON Schema: {exc.message}") from exc
+            # Checked and compiled once here (and cached): a schema that cannot be checked safely, or not the
+            # way the console checks it, is refused now rather than when a person submits.
+            form_validator(frozen)
+        except SchemaRefusedError as exc:
+            raise ValueError(f"form {form_key!r}: {exc}") from exc
         if frozen.get("type") != "object":
             raise ValueError(f'form {form_key!r}: schema must have "type": "object"')
-        for ref in _refs(frozen):
-            # Only in-document references: a remote $ref would make validation depend on the network and
-            # would let the frozen schema change after the turn was suspended.
-            if not ref.startswith("#"):
-                raise ValueError(f"form {form_key!r}: remote $ref {ref!r} is not allowed")
         self._form_key = form_key
         self._description = description
         self._schema = frozen
@@ -95,7 +79,8 @@ class FormRequired(Exception):
     """Raised by a business tool, before any side effect, when it needs a person to fill in a form.
 
     The runner suspends the turn and, once the form is submitted, replays the whole tool with
-    ``ToolContext.current().submitted_form_data`` holding the data.
+    ``ToolContext.current().submitted_form_data`` holding the data and ``form_submitted`` true
+    (:func:`require_form` does both halves).
     """
 
     def __init__(self, form: FormDefinition) -> None:
@@ -103,6 +88,18 @@ class FormRequired(Exception):
             raise TypeError("FormRequired needs a FormDefinition")
         super().__init__(f"form {form.form_key!r} required")
         self.form = form
+
+
+def require_form(form: FormDefinition) -> dict[str, Any]:
+    """Inside a business tool: the data a person submitted for ``form``, or ask for it.
+
+    On the replay after the submission this returns the data (``{}`` too, for a form whose fields are all
+    optional); otherwise it raises :class:`FormRequired`, so call it before any side effect.
+    """
+    context = ToolContext.current()
+    if context.form_submitted:
+        return dict(context.submitted_form_data)
+    raise FormRequired(form)
 
 
 def _never_runs(arguments: dict[str, Any]) -> Any:

@@ -47,7 +47,12 @@ class ChatMemory(Protocol):
         ...
 
     def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
-        """Point the conversation at ``turn_id`` if it currently points at ``expected`` (atomic)."""
+        """Point the conversation at ``turn_id`` if it currently points at ``expected`` (atomic).
+
+        Taking is idempotent: if the conversation already points at ``turn_id`` (not ``None``), the answer is
+        ``True``. Turn ids are unique, so that can only be this call's own write (one whose answer was lost
+        and that the caller or its SDK retried).
+        """
         ...
 
 
@@ -124,6 +129,8 @@ class _Conversation:
 
     def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
         with self._lock:
+            if turn_id is not None and self._active_turn == turn_id:
+                return True
             if self._active_turn != expected:
                 return False
             self._active_turn = turn_id

@@ -783,6 +783,7 @@ class Runner:
             tool_call_id=call.id,
             tool_call=call.model_copy(deep=True),
             submitted_form_data=dict(state.submitted_form_data or {}),
+            form_submitted=replay,
             _progress=lambda stage, data: self._emit(
                 turn, EventType.TOOL_PROGRESS, toolCallId=call.id, stage=stage, data=dict(data or {})
             ),

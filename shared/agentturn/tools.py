@@ -63,6 +63,9 @@ class ToolContext:
     tool_call_id: str
     tool_call: ToolCall
     submitted_form_data: dict[str, Any] = field(default_factory=dict)
+    #: True on the replay after a person submitted the form this call asked for, even when they submitted
+    #: ``{}`` (a form whose fields are all optional): "submitted empty" is not "nobody was asked".
+    form_submitted: bool = False
     _progress: ProgressSink | None = field(default=None, repr=False)
     _cancel_probe: Callable[[], bool] | None = field(default=None, repr=False)
 

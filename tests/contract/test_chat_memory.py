@@ -366,6 +366,19 @@ def test_set_active_turn_is_a_compare_and_set(kit: Kit) -> None:
     assert memory.get_active_turn() == "t3"
 
 
+def test_taking_the_conversation_again_for_the_turn_that_holds_it_is_idempotent(kit: Kit) -> None:
+    # GIVEN a conversation that turn t1 has taken
+    memory = kit.memory(new_conversation_id())
+    assert memory.set_active_turn("t1", expected=None) is True
+
+    # WHEN the same take is repeated (a retry of a write whose answer was lost), and another turn tries
+    # THEN the repeat succeeds without changing anything, and the other turn is still refused
+    assert memory.set_active_turn("t1", expected=None) is True
+    assert memory.set_active_turn("t1", expected="t0") is True
+    assert memory.set_active_turn("t2", expected=None) is False
+    assert memory.get_active_turn() == "t1"
+
+
 def test_concurrent_set_active_turn_lets_exactly_one_turn_take_the_conversation(kit: Kit) -> None:
     kit.require_atomic_conditional_writes()
     # GIVEN a free conversation

@@ -70,6 +70,17 @@ class DevProcess:
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
+    #: Where it runs, and with which interpreter (a generated project runs its own venv's, in its folder).
+    cwd: Path = ROOT
+    python: str = sys.executable
+    #: This checkout's package first (the installed one may be another worktree's editable install), and the
+    #: repository's test agents; a generated project passes its own environment and ``--agents`` instead.
+    base_env: dict[str, str] = field(
+        default_factory=lambda: {
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)]),
+            "AGENTTURN_AGENTS": "tests.e2e.agents:e2e_agents",
+        }
+    )
 
     @property
     def url(self) -> str:
@@ -77,10 +88,10 @@ class DevProcess:
 
     def start(self) -> DevProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTTURN_AGENTS": "tests.e2e.agents:e2e_agents", **self.env}
+        env = {**os.environ, **self.base_env, **self.env}
         log = self.log_path.open("wb")
-        command = [sys.executable, "-m", "agentturn.cli", "dev", "--port", str(self.port), *self.args]
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        command = [self.python, "-m", "agentturn.cli", "dev", "--port", str(self.port), *self.args]
+        self.process = subprocess.Popen(command, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         self._wait_ready()
         return self

@@ -68,7 +68,7 @@ def test_server_side_field_errors_sit_next_to_their_fields(page: Any) -> None:
     assert {e["path"] for e in response.json()["errors"]} == {"/affectedSystem", "/impactScope"}
     for field in ("affectedSystem", "impactScope"):
         error = card.locator(f"#f-call-1_{field}__error")
-        expect(error).to_contain_text("is required")
+        expect(error).to_contain_text(re.compile(r"\) is required\.$"))  # "受影响系统 (Affected system) is required."
         # Next to its field: in the same field container as the input, which names it as its description.
         assert error.evaluate(f"e => e.closest('.form-group').contains(document.getElementById('f-call-1_{field}'))")
         expect(card.locator(f"#f-call-1_{field}")).to_have_attribute(
@@ -89,8 +89,11 @@ def test_client_side_checks_block_bad_input_before_any_request(page: Any, artifa
     card.get_by_label(re.compile(r"Start, HH:MM")).fill("25:99")
     card.get_by_label(re.compile(r"Attendees")).fill("500")
     card.get_by_role("button", name="Submit").click()
-    expect(card.locator("#f-call-1_startTime__error")).to_contain_text("pattern")
-    expect(card.locator("#f-call-1_attendees__error")).to_contain_text("<= 200")
+    # ... in the server's words (web/src/form_messages.mjs), naming the field by its title
+    expect(card.locator("#f-call-1_startTime__error")).to_contain_text(
+        "开始时间 (Start, HH:MM) is not in the expected form."
+    )
+    expect(card.locator("#f-call-1_attendees__error")).to_contain_text("参会人数 (Attendees) must be at most 200.")
     assert requests == []
     card.screenshot(path=str(artifacts / "meeting-form-client-errors.png"))
 

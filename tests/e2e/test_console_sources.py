@@ -19,7 +19,8 @@ MARKUP_APIS = re.compile(
 
 
 @pytest.mark.parametrize(
-    "name", ["app.js", "api.js", "cards.js", "dom.js", "poller.js", "timeline.js", "src/forms.jsx"]
+    "name",
+    ["app.js", "api.js", "cards.js", "dom.js", "poller.js", "timeline.js", "src/forms.jsx", "src/form_messages.mjs"],
 )
 def test_console_code_never_parses_strings_as_html(name: str) -> None:
     source = (WEB / name).read_text()

@@ -22,6 +22,8 @@ from aws_cdk.assertions import Template
 from infra.app import BUNDLING_STACKS, build, new_app
 from infra.stack import AgentTurnStack
 
+from agentturn.cdk import AgentTurn
+
 Resource = dict[str, Any]
 
 
@@ -31,6 +33,11 @@ class Synth:
     template: dict[str, Any]
     assertions: Template
     outdir: Path
+
+    @property
+    def system(self) -> AgentTurn:
+        """The construct the stack holds (every resource is one of its attributes)."""
+        return self.stack.agentturn
 
     @property
     def template_path(self) -> Path:

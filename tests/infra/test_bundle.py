@@ -5,7 +5,7 @@ The deployed runtime is Python 3.12; this machine's interpreter may be another v
 interpreter on *this* architecture (the ``lambdaPython`` / ``lambdaArchitecture`` context, which also
 set the Lambda runtime), which makes the import test faithful; a separate test checks that the deploy
 target's tree holds wheels for Lambda's Python. Both trees come from the dependency cache, so this runs
-without a network once ``python -m infra.bundling prefetch`` has run (``scripts/test`` does it).
+without a network once ``python -m agentturn.cdk prefetch`` has run (``scripts/test`` does it).
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from infra.bundling import BundlingError, DependencySpec, Target, ensure_dependencies, local_target
-from infra.config import StackConfig
 
+from agentturn.cdk.bundling import DEPLOY_TARGET, BundlingError, DependencySpec, ensure_dependencies, local_target
 from tests.infra.synth import Synth, file_assets, refs, synthesise
 
-FUNCTIONS: Final = ("run", "submit", "worker", "sweeper")
+FUNCTIONS: Final = ("run", "submit", "worker", "sweeper", "retention")
 
 #: Imports the handler module with the asset first on sys.path and no site-packages at all (-I -S), then
 #: lists every loaded module that came from neither the asset nor the standard library.
@@ -95,24 +94,24 @@ def bundled(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         return synthesise(tmp_path_factory.mktemp("cdk-bundled"), context, bundle=True)
     except Exception as exc:  # jsii wraps the bundler's exception in a RuntimeError
         if "pip could not install" in str(exc):
-            pytest.fail(f"no cached Lambda dependencies for {target}; run `python -m infra.bundling prefetch`:\n{exc}")
+            pytest.fail(f"no cached Lambda dependencies for {target}; run `python -m agentturn.cdk prefetch`:\n{exc}")
         raise
 
 
 def _asset_dir(synth: Synth, function: str) -> Path:
-    code = synth.resource(synth.stack.functions[function])["Properties"]["Code"]
+    code = synth.resource(synth.system.functions[function])["Properties"]["Code"]
     return file_assets(synth.outdir, synth.stack.artifact_id)[code["S3Key"]]
 
 
 def _lambda_env(synth: Synth, function: str) -> dict[str, str]:
     """What Lambda would set, with placeholder values for the resources (no request is ever sent)."""
     values = {
-        synth.logical_id(synth.stack.turns): "agentturn-test-turns",
-        synth.logical_id(synth.stack.conversations): "agentturn-test-conversations",
-        synth.logical_id(synth.stack.bucket): "agentturn-test-snapshots",
-        synth.logical_id(synth.stack.queue): "https://sqs.us-east-1.amazonaws.com/123456789012/agentturn-test",
+        synth.logical_id(synth.system.turns_table): "agentturn-test-turns",
+        synth.logical_id(synth.system.conversations_table): "agentturn-test-conversations",
+        synth.logical_id(synth.system.bucket): "agentturn-test-snapshots",
+        synth.logical_id(synth.system.queue): "https://sqs.us-east-1.amazonaws.com/123456789012/agentturn-test",
     }
-    variables = synth.resource(synth.stack.functions[function])["Properties"]["Environment"]["Variables"]
+    variables = synth.resource(synth.system.functions[function])["Properties"]["Environment"]["Variables"]
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
@@ -177,12 +176,11 @@ def test_handler_imports_from_the_asset_alone(bundled: Synth, function: str) -> 
 
 def test_deploy_target_wheels_are_built_for_the_lambda_runtime() -> None:
     """What `cdk deploy` ships: CPython 3.12 (x86_64 by default) extension modules, not this machine's."""
-    config = StackConfig()
-    target = Target.of(config)
+    target = DEPLOY_TARGET
     try:
         tree = ensure_dependencies(DependencySpec.for_target(target))
     except BundlingError as exc:
-        pytest.fail(f"no cached Lambda dependencies for {target}; run `python -m infra.bundling prefetch`:\n{exc}")
+        pytest.fail(f"no cached Lambda dependencies for {target}; run `python -m agentturn.cdk prefetch`:\n{exc}")
     (extension,) = (tree / "pydantic_core").glob("_pydantic_core.*.so")
     assert extension.name == "_pydantic_core.cpython-312-x86_64-linux-gnu.so"
     (rpds,) = (tree / "rpds").glob("rpds.*.so")

@@ -6,6 +6,7 @@ visible change to this file.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -17,6 +18,13 @@ TIMELINE = {"dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "
 BLOBS = {"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}
 LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 XRAY = {"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+#: ListStreams supports no resource-level permission; the stream's own reads are on its ARN.
+LIST_STREAMS = {"dynamodb:ListStreams"}
+STREAM_READ = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
+PURGE_TIMELINE = {"dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+PURGE_BLOBS = {"s3:DeleteObject", "s3:GetObject"}
+PREFIX_CONDITION = ' if {"StringLike": {"s3:prefix": ["turns/*", "conversations/*"]}}'
+FUNCTIONS = ["run", "submit", "worker", "sweeper", "retention"]
 CONSUME = {
     "sqs:ChangeMessageVisibility",
     "sqs:DeleteMessage",
@@ -33,7 +41,8 @@ def describe(value: Any) -> str:
     if isinstance(value, dict) and "Ref" in value:
         return str(value["Ref"])
     if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return str(value["Fn::GetAtt"][0])
+        logical_id, attribute = value["Fn::GetAtt"]
+        return str(logical_id) if attribute == "Arn" else f"{logical_id}.{attribute}"
     if isinstance(value, dict) and "Fn::Join" in value:
         separator, parts = value["Fn::Join"]
         return separator.join(describe(part) for part in parts)
@@ -41,29 +50,32 @@ def describe(value: Any) -> str:
 
 
 def grants(synth: Synth, function: str) -> dict[str, set[str]]:
-    """``{resource: actions}`` of every statement attached to the function's role."""
-    role_id = synth.logical_id(synth.stack.functions[function].role)
+    """``{resource: actions}`` of every statement attached to the function's role; a statement's condition is
+    written after its resource (``Snapshots if {"StringLike": ...}``)."""
+    role_id = synth.logical_id(synth.system.functions[function].role)
     result: dict[str, set[str]] = defaultdict(set)
     for policy in synth.of_type("AWS::IAM::Policy").values():
         if {"Ref": role_id} not in policy["Properties"]["Roles"]:
             continue
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             assert statement["Effect"] == "Allow"
-            assert set(statement) <= {"Effect", "Action", "Resource"}, statement  # no NotAction/NotResource
+            assert set(statement) <= {"Effect", "Action", "Resource", "Condition"}, statement  # no Not*
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            condition = f" if {json.dumps(statement['Condition'], sort_keys=True)}" if "Condition" in statement else ""
             for resource in resources:
-                result[describe(resource)] |= set(actions)
+                result[describe(resource) + condition] |= set(actions)
     return dict(result)
 
 
 def _ids(synth: Synth) -> dict[str, str]:
-    stack = synth.stack
+    stack = synth.system
     return {
-        "turns": synth.logical_id(stack.turns),
-        "conversations": synth.logical_id(stack.conversations),
+        "turns": synth.logical_id(stack.turns_table),
+        "conversations": synth.logical_id(stack.conversations_table),
         "bucket": synth.logical_id(stack.bucket),
         "queue": synth.logical_id(stack.queue),
+        "retention-dlq": synth.logical_id(stack.retention_dead_letter_queue),
         **{f"{name}-logs": synth.logical_id(group) for name, group in stack.log_groups.items()},
     }
 
@@ -116,39 +128,50 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             ids["sweeper-logs"]: LOGS,
             "*": XRAY,
         },
+        "retention": {
+            # Reads the turns table's stream (TTL removals only), deletes what the removed turn left.
+            f"{turns}.StreamArn": STREAM_READ,
+            **{resource: PURGE_TIMELINE for resource in _timeline(ids)},
+            **{resource: PURGE_BLOBS for resource in _blobs(ids)},
+            ids["bucket"] + PREFIX_CONDITION: {"s3:ListBucket"},
+            ids["retention-dlq"]: {"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
+            ids["retention-logs"]: LOGS,
+            "*": XRAY | LIST_STREAMS,
+        },
     }
 
 
-@pytest.mark.parametrize("function", ["run", "submit", "worker", "sweeper"])
+@pytest.mark.parametrize("function", FUNCTIONS)
 def test_each_function_gets_exactly_what_it_uses(synth: Synth, function: str) -> None:
     assert grants(synth, function) == expected_grants(synth)[function]
 
 
-@pytest.mark.parametrize("function", ["run", "submit", "worker", "sweeper"])
+@pytest.mark.parametrize("function", FUNCTIONS)
 def test_no_wildcards_for_data(synth: Synth, function: str) -> None:
     for resource, actions in grants(synth, function).items():
         for action in actions:
             assert "*" not in action, (function, action)
         if resource == "*":
-            # X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level permission.
-            assert actions == XRAY, (function, actions)
+            # X-Ray's PutTraceSegments/PutTelemetryRecords and DynamoDB's ListStreams support no
+            # resource-level permission.
+            assert actions == (XRAY | LIST_STREAMS if function == "retention" else XRAY), (function, actions)
         else:
             assert not resource.endswith(":*") or resource.startswith("arn:"), resource
 
 
 def test_only_the_worker_reads_the_queue_and_nobody_touches_the_dlq(synth: Synth) -> None:
-    dlq = synth.logical_id(synth.stack.dead_letter_queue)
-    for function in ("run", "submit", "worker", "sweeper"):
+    dlq = synth.logical_id(synth.system.dead_letter_queue)
+    for function in FUNCTIONS:
         granted = grants(synth, function)
         assert not any(dlq in resource for resource in granted), function
-        queue_actions = granted.get(synth.logical_id(synth.stack.queue), set())
+        queue_actions = granted.get(synth.logical_id(synth.system.queue), set())
         assert bool(queue_actions & CONSUME) == (function == "worker"), function
     for policy in synth.of_type("AWS::IAM::Policy").values():
         assert dlq not in set(refs(policy["Properties"]["PolicyDocument"]))
 
 
 def test_roles_have_no_managed_policies_and_trust_only_lambda(synth: Synth) -> None:
-    for name, function in synth.stack.functions.items():
+    for name, function in synth.system.functions.items():
         role = synth.resource(function.role)["Properties"]
         assert "ManagedPolicyArns" not in role, name  # no AWSLambdaBasicExecutionRole (logs:* on every group)
         assert role["AssumeRolePolicyDocument"]["Statement"] == [

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
-from infra.config import VISIBILITY_TIMEOUT_FACTOR
 
 from agentturn.api.routes import ROUTES, RUN_LAMBDA_GROUPS, SUBMIT_LAMBDA_GROUPS
 from agentturn.api.settings import Settings
 from agentturn.aws import tables
+from agentturn.cdk.settings import VISIBILITY_TIMEOUT_FACTOR
 from tests.infra.synth import Synth, refs
 
-FUNCTIONS = ("run", "submit", "worker", "sweeper")
+FUNCTIONS = ("run", "submit", "worker", "sweeper", "retention")
 
 
 def _function(synth: Synth, name: str) -> dict[str, Any]:
-    return synth.resource(synth.stack.functions[name])["Properties"]
+    return synth.resource(synth.system.functions[name])["Properties"]
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -25,7 +26,9 @@ def _function(synth: Synth, name: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("definition", [tables.TURNS_TABLE, tables.CONVERSATIONS_TABLE], ids=lambda d: d.logical_name)
 def test_tables_are_built_from_the_shared_definitions(synth: Synth, definition: tables.TableDefinition) -> None:
-    table = {"Turns": synth.stack.turns, "Conversations": synth.stack.conversations}[definition.logical_name]
+    table = {"Turns": synth.system.turns_table, "Conversations": synth.system.conversations_table}[
+        definition.logical_name
+    ]
     properties = synth.resource(table)["Properties"]
     expected = definition.create_table_request("unused")
 
@@ -45,18 +48,24 @@ def test_tables_are_built_from_the_shared_definitions(synth: Synth, definition: 
 
 
 def test_stateful_resources_are_retained_by_default(synth: Synth) -> None:
-    stack = synth.stack
-    for construct in (stack.turns, stack.conversations, stack.bucket, stack.user_pool, *stack.log_groups.values()):
+    stack = synth.system
+    for construct in (
+        stack.turns_table,
+        stack.conversations_table,
+        stack.bucket,
+        stack.user_pool,
+        *stack.log_groups.values(),
+    ):
         resource = synth.resource(construct)
         assert resource["DeletionPolicy"] == "Retain", resource["Type"]
         assert resource["UpdateReplacePolicy"] == "Retain", resource["Type"]
 
 
 def test_dev_stacks_destroy_everything(variant: Synth) -> None:
-    stack = variant.stack
-    for construct in (stack.turns, stack.conversations, stack.bucket, *stack.log_groups.values()):
+    stack = variant.system
+    for construct in (stack.turns_table, stack.conversations_table, stack.bucket, *stack.log_groups.values()):
         assert variant.resource(construct)["DeletionPolicy"] == "Delete"
-    assert variant.resource(stack.turns)["Properties"]["DeletionProtectionEnabled"] is False
+    assert variant.resource(stack.turns_table)["Properties"]["DeletionProtectionEnabled"] is False
     # A versioned bucket cannot be deleted with objects in it: the stack empties it first.
     variant.assertions.resource_count_is("Custom::S3AutoDeleteObjects", 1)
 
@@ -73,7 +82,7 @@ def test_no_idempotency_table(synth: Synth) -> None:
 
 
 def test_snapshot_bucket_is_private_encrypted_versioned_and_expires_old_versions(synth: Synth) -> None:
-    properties = synth.resource(synth.stack.bucket)["Properties"]
+    properties = synth.resource(synth.system.bucket)["Properties"]
     assert properties["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True,
         "BlockPublicPolicy": True,
@@ -94,7 +103,7 @@ def test_snapshot_bucket_is_private_encrypted_versioned_and_expires_old_versions
 
 
 def test_snapshot_prefix_expiry_is_opt_in(variant: Synth) -> None:
-    rules = variant.resource(variant.stack.bucket)["Properties"]["LifecycleConfiguration"]["Rules"]
+    rules = variant.resource(variant.system.bucket)["Properties"]["LifecycleConfiguration"]["Rules"]
     (expiry,) = [rule for rule in rules if rule["Id"] == "expire-old-turn-snapshots"]
     assert expiry == {
         "Id": "expire-old-turn-snapshots",
@@ -111,11 +120,11 @@ def test_bucket_and_queues_refuse_plain_http(synth: Synth) -> None:
     synth.assertions.has_resource_properties(
         "AWS::S3::BucketPolicy",
         {
-            "Bucket": {"Ref": synth.logical_id(synth.stack.bucket)},
+            "Bucket": {"Ref": synth.logical_id(synth.system.bucket)},
             "PolicyDocument": {"Statement": Match.array_with([deny_insecure])},
         },
     )
-    for queue in (synth.stack.queue, synth.stack.dead_letter_queue):
+    for queue in (synth.system.queue, synth.system.dead_letter_queue):
         synth.assertions.has_resource_properties(
             "AWS::SQS::QueuePolicy",
             {
@@ -131,8 +140,8 @@ def test_bucket_and_queues_refuse_plain_http(synth: Synth) -> None:
 @pytest.mark.parametrize("which", ["synth", "variant"])
 def test_resume_queue_redrives_to_the_dlq_and_outlasts_the_worker(which: str, request: pytest.FixtureRequest) -> None:
     synth: Synth = request.getfixturevalue(which)
-    queue = synth.resource(synth.stack.queue)["Properties"]
-    dlq_id = synth.logical_id(synth.stack.dead_letter_queue)
+    queue = synth.resource(synth.system.queue)["Properties"]
+    dlq_id = synth.logical_id(synth.system.dead_letter_queue)
     assert queue["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}, "maxReceiveCount": 5}
     worker_timeout = _function(synth, "worker")["Timeout"]
     assert queue["VisibilityTimeout"] >= VISIBILITY_TIMEOUT_FACTOR * worker_timeout
@@ -143,19 +152,25 @@ def test_resume_queue_redrives_to_the_dlq_and_outlasts_the_worker(which: str, re
     assert "FifoQueue" not in queue  # standard queue: duplicates are harmless, ordering is per turn anyway
 
 
+def _mapping_of(synth: Synth, function: str) -> dict[str, Any]:
+    function_ref = {"Ref": synth.logical_id(synth.system.functions[function])}  # type: ignore[index]
+    mappings = synth.of_type("AWS::Lambda::EventSourceMapping").values()
+    (mapping,) = [m for m in mappings if m["Properties"]["FunctionName"] == function_ref]
+    return mapping
+
+
 def test_worker_consumes_the_queue_with_partial_batch_failures(synth: Synth) -> None:
-    (mapping,) = synth.of_type("AWS::Lambda::EventSourceMapping").values()
-    properties = mapping["Properties"]
+    properties = _mapping_of(synth, "worker")["Properties"]
     assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert properties["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.queue), "Arn"]}
-    assert properties["FunctionName"] == {"Ref": synth.logical_id(synth.stack.functions["worker"])}
+    assert properties["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.system.queue), "Arn"]}
+    assert properties["FunctionName"] == {"Ref": synth.logical_id(synth.system.functions["worker"])}
     assert properties["BatchSize"] == 1
     assert "MaximumBatchingWindowInSeconds" not in properties
     assert properties["ScalingConfig"] == {"MaximumConcurrency": 20}
 
 
 def test_batch_size_and_window_are_configurable(variant: Synth) -> None:
-    (mapping,) = variant.of_type("AWS::Lambda::EventSourceMapping").values()
+    mapping = _mapping_of(variant, "worker")
     assert mapping["Properties"]["BatchSize"] == 4
     assert mapping["Properties"]["MaximumBatchingWindowInSeconds"] == 2
     assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -171,7 +186,7 @@ def test_functions_runtime_and_logging(synth: Synth, name: str) -> None:
     assert properties["Architectures"] == ["x86_64"]
     assert properties["Handler"] == "app.handler"
     assert properties["TracingConfig"] == {"Mode": "Active"}
-    log_group = synth.stack.log_groups[name]
+    log_group = synth.system.log_groups[name]
     assert properties["LoggingConfig"] == {"LogGroup": {"Ref": synth.logical_id(log_group)}}
     assert synth.resource(log_group)["Properties"]["RetentionInDays"] == 30
 
@@ -179,7 +194,13 @@ def test_functions_runtime_and_logging(synth: Synth, name: str) -> None:
 def test_function_sizing(synth: Synth) -> None:
     sizes = {name: (_function(synth, name)["MemorySize"], _function(synth, name)["Timeout"]) for name in FUNCTIONS}
     # run answers within API Gateway's 30 s integration timeout (it hands off to the worker before that).
-    assert sizes == {"run": (1024, 29), "submit": (1024, 15), "worker": (1024, 300), "sweeper": (256, 60)}
+    assert sizes == {
+        "run": (1024, 29),
+        "submit": (1024, 15),
+        "worker": (1024, 300),
+        "sweeper": (256, 60),
+        "retention": (256, 300),
+    }
 
 
 def test_variant_architecture_and_tracing(variant: Synth) -> None:
@@ -188,7 +209,7 @@ def test_variant_architecture_and_tracing(variant: Synth) -> None:
         assert properties["Architectures"] == ["arm64"]
         assert "TracingConfig" not in properties or properties["TracingConfig"] == {"Mode": "PassThrough"}
         assert properties["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
-    assert variant.resource(variant.stack.log_groups["run"])["Properties"]["RetentionInDays"] == 90
+    assert variant.resource(variant.system.log_groups["run"])["Properties"]["RetentionInDays"] == 90
 
 
 def test_sweeper_runs_on_a_schedule_without_retries(synth: Synth) -> None:
@@ -196,20 +217,20 @@ def test_sweeper_runs_on_a_schedule_without_retries(synth: Synth) -> None:
     properties = rule["Properties"]
     assert properties["ScheduleExpression"] == "rate(1 minute)"
     (target,) = properties["Targets"]
-    assert target["Arn"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.functions["sweeper"]), "Arn"]}
+    assert target["Arn"] == {"Fn::GetAtt": [synth.logical_id(synth.system.functions["sweeper"]), "Arn"]}
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 0}
     synth.assertions.has_resource_properties(
         "AWS::Lambda::EventInvokeConfig",
-        {"FunctionName": {"Ref": synth.logical_id(synth.stack.functions["sweeper"])}, "MaximumRetryAttempts": 0},
+        {"FunctionName": {"Ref": synth.logical_id(synth.system.functions["sweeper"])}, "MaximumRetryAttempts": 0},
     )
 
 
 def _placeholder_env(synth: Synth, name: str) -> dict[str, str]:
     """The function's environment with each reference replaced by a plausible value of its kind."""
-    stack = synth.stack
+    stack = synth.system
     values = {
-        synth.logical_id(stack.turns): "agentturn-test-turns",
-        synth.logical_id(stack.conversations): "agentturn-test-conversations",
+        synth.logical_id(stack.turns_table): "agentturn-test-turns",
+        synth.logical_id(stack.conversations_table): "agentturn-test-conversations",
         synth.logical_id(stack.bucket): "agentturn-test-snapshots",
         synth.logical_id(stack.queue): "https://sqs.us-east-1.amazonaws.com/123456789012/agentturn-test-resume",
     }
@@ -226,9 +247,9 @@ def _placeholder_env(synth: Synth, name: str) -> dict[str, str]:
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_environment_names_the_right_resources(synth: Synth, name: str) -> None:
     variables = _function(synth, name)["Environment"]["Variables"]
-    stack = synth.stack
-    assert variables[tables.ENV_TURNS_TABLE] == {"Ref": synth.logical_id(stack.turns)}
-    assert variables[tables.ENV_CONVERSATIONS_TABLE] == {"Ref": synth.logical_id(stack.conversations)}
+    stack = synth.system
+    assert variables[tables.ENV_TURNS_TABLE] == {"Ref": synth.logical_id(stack.turns_table)}
+    assert variables[tables.ENV_CONVERSATIONS_TABLE] == {"Ref": synth.logical_id(stack.conversations_table)}
     assert variables[tables.ENV_RESUME_QUEUE_URL] == {"Ref": synth.logical_id(stack.queue)}
     # Every function may load a spilled snapshot (the sweeper to expire overdue waits).
     assert variables[tables.ENV_SNAPSHOT_BUCKET] == {"Ref": synth.logical_id(stack.bucket)}
@@ -307,7 +328,7 @@ def test_routes_go_to_the_function_that_serves_their_group(synth: Synth, route: 
     else:
         assert route.group in SUBMIT_LAMBDA_GROUPS
         expected = "submit"
-    assert integration["IntegrationUri"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.functions[expected]), "Arn"]}
+    assert integration["IntegrationUri"] == {"Fn::GetAtt": [synth.logical_id(synth.system.functions[expected]), "Arn"]}
 
 
 def test_cognito_authorizer_checks_issuer_audience_and_header(synth: Synth) -> None:
@@ -316,8 +337,8 @@ def test_cognito_authorizer_checks_issuer_audience_and_header(synth: Synth) -> N
     assert properties["AuthorizerType"] == "JWT"
     assert properties["IdentitySource"] == ["$request.header.Authorization"]
     assert properties["JwtConfiguration"] == {
-        "Issuer": {"Fn::GetAtt": [synth.logical_id(synth.stack.user_pool), "ProviderURL"]},
-        "Audience": [{"Ref": synth.logical_id(synth.stack.user_pool_client)}],
+        "Issuer": {"Fn::GetAtt": [synth.logical_id(synth.system.user_pool), "ProviderURL"]},
+        "Audience": [{"Ref": synth.logical_id(synth.system.user_pool_client)}],
     }
 
 
@@ -332,11 +353,11 @@ def test_external_identity_provider_replaces_cognito(variant: Synth) -> None:
 
 
 def test_user_pool_is_admin_only_and_the_client_is_public(synth: Synth) -> None:
-    pool = synth.resource(synth.stack.user_pool)["Properties"]
+    pool = synth.resource(synth.system.user_pool)["Properties"]
     assert pool["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
     assert pool["Policies"]["PasswordPolicy"]["MinimumLength"] >= 12
     assert pool["DeletionProtection"] == "ACTIVE"
-    client = synth.resource(synth.stack.user_pool_client)["Properties"]
+    client = synth.resource(synth.system.user_pool_client)["Properties"]
     assert client["GenerateSecret"] is False
     assert set(client["ExplicitAuthFlows"]) == {
         "ALLOW_USER_PASSWORD_AUTH",
@@ -353,7 +374,7 @@ def test_stage_is_throttled_and_access_logged(synth: Synth) -> None:
     assert properties["AutoDeploy"] is True
     assert properties["DefaultRouteSettings"] == {"ThrottlingBurstLimit": 100, "ThrottlingRateLimit": 50}
     access = properties["AccessLogSettings"]
-    assert access["DestinationArn"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.api.access_logs), "Arn"]}
+    assert access["DestinationArn"] == {"Fn::GetAtt": [synth.logical_id(synth.system.http_api.access_logs), "Arn"]}
     assert "$context.requestId" in access["Format"]
     assert "$context.authorizer.error" in access["Format"]
 
@@ -366,7 +387,7 @@ def test_cors_is_off_by_default_and_configurable(synth: Synth, variant: Synth) -
 
 
 def test_api_may_invoke_only_its_functions_from_its_own_routes(synth: Synth) -> None:
-    api_id = synth.logical_id(synth.stack.api.http_api)
+    api_id = synth.logical_id(synth.system.http_api.http_api)
     permissions = [p["Properties"] for p in synth.of_type("AWS::Lambda::Permission").values()]
     from_api = [p for p in permissions if p["Principal"] == "apigateway.amazonaws.com"]
     assert len(from_api) == len(ROUTES)
@@ -378,11 +399,11 @@ def test_api_may_invoke_only_its_functions_from_its_own_routes(synth: Synth) -> 
 
 
 def _alarm(synth: Synth, name: str) -> dict[str, Any]:
-    return synth.resource(synth.stack.alarms.alarms[name])["Properties"]
+    return synth.resource(synth.system.alarms.alarms[name])["Properties"]
 
 
 def test_alarms_on_dlq_depth_worker_errors_and_message_age(synth: Synth) -> None:
-    stack = synth.stack
+    stack = synth.system
     topic = {"Ref": synth.logical_id(stack.alarms.topic)}
 
     dlq = _alarm(synth, "DeadLetterQueueNotEmpty")
@@ -427,10 +448,10 @@ def test_alarm_email_subscription(synth: Synth, variant: Synth) -> None:
 
 def test_outputs(synth: Synth) -> None:
     outputs = synth.template["Outputs"]
-    stack = synth.stack
+    stack = synth.system
     expected_refs = {
-        "TurnsTableName": stack.turns,
-        "ConversationsTableName": stack.conversations,
+        "TurnsTableName": stack.turns_table,
+        "ConversationsTableName": stack.conversations_table,
         "SnapshotBucketName": stack.bucket,
         "ResumeQueueUrl": stack.queue,
         "DeadLetterQueueUrl": stack.dead_letter_queue,
@@ -441,7 +462,7 @@ def test_outputs(synth: Synth) -> None:
     for name, construct in expected_refs.items():
         assert outputs[name]["Value"] == {"Ref": synth.logical_id(construct)}, name
     api_url = outputs["ApiUrl"]["Value"]
-    assert synth.logical_id(stack.api.http_api) in set(refs(api_url))
+    assert synth.logical_id(stack.http_api.http_api) in set(refs(api_url))
     assert "execute-api" in str(api_url)
     assert outputs["JwtIssuer"]["Value"] == {"Fn::GetAtt": [synth.logical_id(stack.user_pool), "ProviderURL"]}
 
@@ -451,3 +472,45 @@ def test_template_is_environment_agnostic(synth: Synth) -> None:
     text = str(synth.template)
     assert "123456789012" not in text
     assert "us-east-1" not in text
+
+
+def test_ttl_removals_of_turns_and_only_those_reach_the_retention_function(synth: Synth) -> None:
+    # GIVEN the turns table's stream WHEN the template is read THEN it carries old images, and the retention
+    # function's source filters on DynamoDB's own TTL deletions, retries in halves, and parks failures
+    turns = synth.resource(synth.system.turns_table)["Properties"]
+    assert turns["StreamSpecification"] == {"StreamViewType": "OLD_IMAGE"}
+    properties = _mapping_of(synth, "retention")["Properties"]
+    assert properties["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.system.turns_table), "StreamArn"]}
+    (pattern,) = properties["FilterCriteria"]["Filters"]
+    assert json.loads(pattern["Pattern"]) == {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+    }
+    assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert properties["BisectBatchOnFunctionError"] is True
+    assert properties["MaximumRetryAttempts"] == 8
+    dead_letters = synth.logical_id(synth.system.retention_dead_letter_queue)
+    assert properties["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [dead_letters, "Arn"]}
+    variables = _function(synth, "retention")["Environment"]["Variables"]
+    assert variables[tables.ENV_CONVERSATIONS_TABLE] == {"Ref": synth.logical_id(synth.system.conversations_table)}
+    assert variables[tables.ENV_SNAPSHOT_BUCKET] == {"Ref": synth.logical_id(synth.system.bucket)}
+
+
+def test_the_worker_reserves_what_its_queue_may_use(synth: Synth) -> None:
+    # A burst of synchronous runs cannot take the concurrency that resumes need; the others reserve none.
+    assert _function(synth, "worker")["ReservedConcurrentExecutions"] == 20
+    for name in ("run", "submit", "sweeper", "retention"):
+        assert "ReservedConcurrentExecutions" not in _function(synth, name), name
+
+
+def test_every_function_has_a_throttle_alarm(synth: Synth) -> None:
+    for name, function in synth.system.functions.items():
+        alarm = synth.resource(synth.system.alarms.alarms[f"{name.capitalize()}Throttles"])["Properties"]
+        assert alarm["MetricName"] == "Throttles"
+        assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": synth.logical_id(function)}}]
+        assert alarm["Threshold"] == 1
+    dead_letters = synth.resource(synth.system.alarms.alarms["RetentionDeadLetterQueueNotEmpty"])["Properties"]
+    assert dead_letters["Dimensions"] == [
+        {"Name": "QueueName",
+         "Value": {"Fn::GetAtt": [synth.logical_id(synth.system.retention_dead_letter_queue), "QueueName"]}}
+    ]  # fmt: skip

@@ -12,13 +12,13 @@ from agentturn import (
     AiMessage,
     ChatRequest,
     FormDefinition,
-    FormRequired,
     ScriptedChatModel,
     ToolCall,
     ToolContext,
     ToolMessage,
     UserInputTool,
     UserMessage,
+    require_form,
 )
 
 SUPPORT_SCHEMA: dict[str, Any] = {
@@ -120,8 +120,7 @@ def support_ticket_tool_function(
     def create_support_ticket(arguments: dict[str, Any]) -> Any:
         context = ToolContext.current()
         ledger.attempts.append(context.idempotency_key)
-        if not context.submitted_form_data:
-            raise FormRequired(support_form(schema))
-        return ledger.write({**arguments, **context.submitted_form_data})
+        details = require_form(support_form(schema))
+        return ledger.write({**arguments, **details})
 
     return create_support_ticket

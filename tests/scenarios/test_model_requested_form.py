@@ -286,6 +286,6 @@ def test_schema_changed_after_suspension_keeps_the_frozen_copy(backend: Backend)
     # ... the submission is validated against that frozen copy (no "projector" required, none accepted)
     with pytest.raises(FormValidationError) as refused:
         runner.submit_resume(waiting.id, ResumeCommand.user_input("call-456", {**MEETING_DATA, "projector": True}))
-    assert refused.value.errors == [{"path": "/projector", "message": "is not a declared field of this form"}]
+    assert refused.value.errors == [{"path": "/projector", "message": "“projector” is not a field of this form."}]
     done = runner.resume(waiting.id, ResumeCommand.user_input("call-456", MEETING_DATA))
     assert done.status is TurnStatus.COMPLETED

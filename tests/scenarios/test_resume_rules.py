@@ -97,9 +97,9 @@ def test_invalid_data_lists_every_problem_and_changes_nothing(backend: Backend) 
         )
     # THEN each problem has its path and message, and nothing changed (the card is still PENDING)
     assert sorted(refused.value.errors, key=lambda e: e["path"]) == [
-        {"path": "/affectedSystem", "message": "is required"},
-        {"path": "/impactScope", "message": "'EVERYONE' is not one of ['ONE_USER', 'PARTIAL_USERS', 'ALL_USERS']"},
-        {"path": "/isAdmin", "message": "is not a declared field of this form"},
+        {"path": "/affectedSystem", "message": "受影响系统 is required."},
+        {"path": "/impactScope", "message": "影响范围 must be one of: “ONE_USER”, “PARTIAL_USERS”, “ALL_USERS”."},
+        {"path": "/isAdmin", "message": "“isAdmin” is not a field of this form."},
     ]
     assert_unchanged(backend, waiting)
     card = backend.memory("conv").get_message(f"{waiting.id}:input:call-456")

@@ -92,6 +92,58 @@ def test_support_ticket_end_to_end_with_replay(backend: Backend) -> None:
     assert (card.status, card.submitted_values, card.input_target) == (FormStatus.SUBMITTED, SUPPORT_DATA, "TOOL")
 
 
+OPTIONAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "Extra details (optional)",
+    "properties": {"note": {"type": "string", "title": "Note"}},
+}
+
+
+def test_an_empty_submission_of_an_all_optional_form_is_an_answer_not_a_new_request(backend: Backend) -> None:
+    # GIVEN a tool that asks, with the README idiom, for a form whose fields are all optional
+    ledger = Ledger()
+    agent = Agent(
+        id="support-agent",
+        instructions="",
+        chat_model=ScriptedChatModel(reply_after_tools(TICKET_CALL, final_from_last_tool)),
+        tools=[Tool("create_support_ticket", "t", support_ticket_tool_function(ledger, OPTIONAL_SCHEMA))],
+    )
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "conversation-1", "ticket please")
+    assert waiting.status is TurnStatus.WAITING_FOR_USER
+    # WHEN the person submits the form untouched: {} (what the console sends)
+    done = runner.resume(waiting.id, ResumeCommand.user_input("call-456", {}))
+    # THEN the replayed tool sees a submission (not "nobody was asked"), runs once, and the turn completes
+    assert done.status is TurnStatus.COMPLETED, done.error
+    key = f"{waiting.id}:call-456"
+    assert ledger.effects == {key: {"title": "登录故障", "priority": "HIGH"}}
+
+
+def test_form_submitted_tells_a_replay_from_a_first_run(backend: Backend) -> None:
+    # GIVEN a tool that records what its context says on each run
+    seen: list[tuple[bool, dict[str, Any]]] = []
+
+    def tool(arguments: dict[str, Any]) -> Any:
+        context = ToolContext.current()
+        seen.append((context.form_submitted, context.submitted_form_data))
+        if not context.form_submitted:
+            raise FormRequired(support_form(OPTIONAL_SCHEMA))
+        return {"ok": True}
+
+    agent = Agent(
+        id="support-agent",
+        instructions="",
+        chat_model=ScriptedChatModel(reply_after_tools(TICKET_CALL, final_from_last_tool)),
+        tools=[Tool("create_support_ticket", "t", tool)],
+    )
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "c", "ticket")
+    # WHEN the empty form is submitted
+    runner.resume(waiting.id, ResumeCommand.user_input("call-456", {}))
+    # THEN the first run was not a submission, the replay was one, with empty data
+    assert seen == [(False, {}), (True, {})]
+
+
 def test_events_of_a_tool_requested_form_never_include_tool_failed(backend: Backend) -> None:
     # GIVEN the support agent and a listener recording every event
     agent = support_agent(Ledger())

@@ -22,7 +22,7 @@ def test_support_demo_asks_for_the_form_and_creates_the_ticket() -> None:
     turn = play("support", ask=lambda prompt: next(typed), out=out)
     # THEN the server-side validation explained the problem, and after the second try the ticket exists
     text = out.getvalue()
-    assert "/affectedSystem: is required" in text
+    assert "/affectedSystem: 受影响系统 (Affected system) is required." in text
     assert turn.status.value == "COMPLETED"
     assert "Ticket TICKET-" in text and "统一登录系统" in text
 
@@ -43,3 +43,36 @@ def test_main_returns_130_when_input_ends(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr("builtins.input", closed)
     assert main(["demo", "meeting"]) == 130
+
+
+def test_demo_runs_on_the_model_agentturn_model_chooses(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN AGENTTURN_MODEL pointing at an OpenAI-compatible endpoint (the adapter is replaced by a scripted
+    # model that answers as the chosen one would, so nothing leaves the machine)
+    from agentturn import AiMessage, ScriptedChatModel
+
+    chosen: list[dict[str, str]] = []
+
+    def from_env() -> ScriptedChatModel:
+        import os
+
+        chosen.append({k: v for k, v in os.environ.items() if k.startswith("AGENTTURN_")})
+        return ScriptedChatModel(lambda request: AiMessage(content="hello from the configured model"))
+
+    monkeypatch.setenv("AGENTTURN_MODEL", "openai")
+    monkeypatch.setattr("agentturn.models.chat_model_from_env", from_env)
+    # WHEN the demo is played
+    assert main(["demo", "meeting"]) == 0
+    # THEN the configured model answered, not the demo model
+    assert chosen and chosen[0]["AGENTTURN_MODEL"] == "openai"
+    assert "hello from the configured model" in capsys.readouterr().out
+
+
+def test_demo_refuses_a_model_setting_it_cannot_build(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AGENTTURN_MODEL", "openai")
+    monkeypatch.delenv("AGENTTURN_OPENAI_MODEL", raising=False)
+    assert main(["demo", "support"]) == 2
+    assert "AGENTTURN_OPENAI_MODEL" in capsys.readouterr().err

@@ -92,3 +92,94 @@ def test_form_required_carries_a_definition() -> None:
     assert FormRequired(form).form is form
     with pytest.raises(TypeError):
         FormRequired({"type": "object"})  # type: ignore[arg-type]
+
+
+def _obj(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "object", "$ref": "#"}, r"\$ref cycle"),
+        (
+            {
+                "type": "object",
+                "$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}},
+                "properties": {"x": {"$ref": "#/$defs/a"}},
+            },
+            r"\$ref cycle",
+        ),
+        ({"type": "object", "not": {"$ref": "#"}}, r"\$ref cycle"),
+        (_obj(x={"$ref": "#/$defs/missing"}), "points at nothing"),
+        ({"type": "object", "$id": "https://example.com/form"}, r"\$id is not supported"),
+        (_obj(x={"$dynamicRef": "#meta"}), r"\$dynamicRef"),
+        (_obj(x={"type": "string", "pattern": "^(a+)+$"}), "catastrophically"),
+        (_obj(x={"type": "string", "pattern": "^(\\w+\\s?)*$"}), "catastrophically"),
+        (_obj(x={"type": "string", "pattern": "^(a)\\1$"}), "backreferences"),
+        (_obj(x={"type": "string", "pattern": "a{,3}"}), "lone '{'"),
+        (_obj(x={"type": "string", "pattern": "\\q"}), "invalid escape"),
+        ({"type": "object", "patternProperties": {"(?i)x": {}}}, "patternProperties"),
+        (_obj(x={"type": "string", "format": "idn-email"}), "format 'idn-email' is checked neither"),
+        ({"type": "object", "dependencies": {"a": ["b"]}}, "draft-07"),
+        ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}, r"\$schema must be"),
+        (_obj(x={"type": "string", "formatMinimum": "2020-01-01", "format": "date"}), "formatMinimum"),
+    ],
+    ids=[
+        "ref-root-cycle",
+        "ref-cycle-through-allof-anyof",
+        "ref-cycle-through-not",
+        "dangling-ref",
+        "id",
+        "dynamic-ref",
+        "nested-quantifier",
+        "nested-quantifier-optional-separator",
+        "backreference",
+        "python-only-quantifier",
+        "invalid-ecma-escape",
+        "python-only-flag",
+        "unknown-format",
+        "draft-07-keyword",
+        "other-dialect",
+        "ajv-only-keyword",
+    ],
+)
+def test_schemas_that_cannot_be_checked_safely_are_refused_when_built(schema: dict[str, Any], message: str) -> None:
+    # GIVEN/WHEN a form whose schema could never be checked safely, or not the way the console checks it
+    # THEN building it fails, saying why — before any person can submit to it
+    with pytest.raises(ValueError, match=message):
+        FormDefinition("k", "d", schema)
+
+
+def test_recursion_that_moves_into_the_data_is_allowed_and_checked() -> None:
+    # GIVEN a tree: a node's children are nodes (each round of the $ref moves one level into the data)
+    from agentturn import validate_form_data
+
+    schema = {
+        "type": "object",
+        "$defs": {"node": {"type": "object", "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+        }}},
+        "properties": {"root": {"$ref": "#/$defs/node"}},
+    }  # fmt: skip
+    FormDefinition("tree", "a tree", schema)
+    ok = {"root": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}}
+    assert validate_form_data(schema, ok) == []
+    bad = {"root": {"name": "a", "children": [{"name": "b", "children": [{"name": 3, "x": 1}]}]}}
+    assert [p["path"] for p in validate_form_data(schema, bad)] == [
+        "/root/children/0/children/0/name",
+        "/root/children/0/children/0/x",
+    ]
+
+
+@pytest.mark.parametrize(
+    "pattern", ["^(?<year>\\d{4})-\\d{2}$", "^\\p{Lu}\\p{Ll}+$", "^[^\\s@]+@[^\\s@]+$", "^([a-z]+\\.)*[a-z]+$"]
+)
+def test_ecma_patterns_python_would_read_differently_are_allowed(pattern: str) -> None:
+    FormDefinition("k", "d", _obj(x={"type": "string", "pattern": pattern}))
+
+
+def test_a_schema_that_is_not_plain_json_is_refused_when_built() -> None:
+    with pytest.raises(ValueError, match="plain JSON"):
+        FormDefinition("k", "d", {"type": "object", "properties": {"a": {"enum": [{1, 2}]}}})

@@ -1,26 +1,32 @@
-"""Submissions against the frozen schema: every problem with its path, undeclared fields refused."""
+"""Submissions against the frozen schema: the rule of README "Validation rule", keyword by keyword."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from agentturn import validate_form_data
+from agentturn.validation import MAX_DATA_BYTES, MAX_DATA_DEPTH, MAX_ERRORS, form_validator
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "affectedSystem": {"type": "string", "minLength": 1},
-        "impactScope": {"type": "string", "enum": ["ONE_USER", "PARTIAL_USERS", "ALL_USERS"]},
+        "affectedSystem": {"type": "string", "minLength": 1, "title": "Affected system"},
+        "impactScope": {"type": "string", "enum": ["ONE_USER", "PARTIAL_USERS", "ALL_USERS"], "title": "Impact"},
         "contact": {
             "type": "object",
-            "properties": {"email": {"type": "string", "format": "email"}},
+            "properties": {"email": {"type": "string", "format": "email", "title": "Email"}},
         },
         "tags": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
     },
     "required": ["affectedSystem", "impactScope"],
 }
+
+
+def paths(problems: list[dict[str, str]]) -> list[str]:
+    return [p["path"] for p in problems]
 
 
 def test_valid_data_has_no_problems() -> None:
@@ -36,36 +42,45 @@ def test_valid_data_has_no_problems() -> None:
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({"impactScope": "ALL_USERS"}, [{"path": "/affectedSystem", "message": "is required"}]),
+        ({"impactScope": "ALL_USERS"}, [{"path": "/affectedSystem", "message": "Affected system is required."}]),
         (
             {"affectedSystem": "x", "impactScope": "ALL_USERS", "isAdmin": True},
-            [{"path": "/isAdmin", "message": "is not a declared field of this form"}],
+            [{"path": "/isAdmin", "message": "“isAdmin” is not a field of this form."}],
         ),
         (
             {"affectedSystem": "x", "impactScope": "ALL_USERS", "contact": {"email": "a@b.co", "phone": "1"}},
-            [{"path": "/contact/phone", "message": "is not a declared field of this form"}],
+            [{"path": "/contact/phone", "message": "“phone” is not a field of this form."}],
         ),
         (
             {"affectedSystem": "x", "impactScope": "ALL_USERS", "tags": [{"name": "a", "evil": 1}]},
-            [{"path": "/tags/0/evil", "message": "is not a declared field of this form"}],
+            [{"path": "/tags/0/evil", "message": "“evil” is not a field of this form."}],
         ),
         (
             {"affectedSystem": "x", "impactScope": "ALL_USERS", "contact": {"email": "not-an-email"}},
-            [{"path": "/contact/email", "message": "'not-an-email' is not a 'email'"}],
+            [{"path": "/contact/email", "message": "Email must be an email address such as name@example.com."}],
         ),
         (
             {"affectedSystem": 3, "impactScope": "ALL_USERS"},
-            [{"path": "/affectedSystem", "message": "3 is not of type 'string'"}],
+            [{"path": "/affectedSystem", "message": "Affected system must be text."}],
+        ),
+        (
+            {"affectedSystem": "", "impactScope": "nope"},
+            [
+                {"path": "/affectedSystem", "message": "Affected system must not be empty."},
+                {"path": "/impactScope", "message": "Impact must be one of: “ONE_USER”, “PARTIAL_USERS”, “ALL_USERS”."},
+            ],
         ),
     ],
-    ids=["missing", "undeclared", "undeclared-nested", "undeclared-in-array", "format", "type"],
+    ids=["missing", "undeclared", "undeclared-nested", "undeclared-in-array", "format", "type", "plain-words"],
 )
-def test_each_problem_has_a_path_and_a_message(data: dict[str, Any], expected: list[dict[str, str]]) -> None:
+def test_each_problem_has_a_path_and_a_message_in_plain_words(
+    data: dict[str, Any], expected: list[dict[str, str]]
+) -> None:
     assert validate_form_data(SCHEMA, data) == expected
 
 
 def test_not_an_object_is_one_problem_at_the_root() -> None:
-    assert validate_form_data(SCHEMA, ["x"]) == [{"path": "", "message": "form data must be a JSON object"}]
+    assert paths(validate_form_data(SCHEMA, ["x"])) == [""]
 
 
 def test_properties_declared_through_all_of_or_ref_count_as_declared() -> None:
@@ -75,16 +90,14 @@ def test_properties_declared_through_all_of_or_ref_count_as_declared() -> None:
         "allOf": [{"$ref": "#/$defs/base"}, {"properties": {"b": {"type": "integer"}}}],
     }
     assert validate_form_data(schema, {"a": "x", "b": 1}) == []
-    assert validate_form_data(schema, {"a": "x", "c": 1}) == [
-        {"path": "/c", "message": "is not a declared field of this form"}
-    ]
+    assert paths(validate_form_data(schema, {"a": "x", "c": 1})) == ["/c"]
 
 
 def test_an_explicitly_open_schema_stays_open() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}}
     assert validate_form_data(schema, {"a": "x", "extra": 1}) == []
     assert validate_form_data(schema, {"a": "x", "extra": "no"}) == [
-        {"path": "/extra", "message": "'no' is not of type 'integer'"}
+        {"path": "/extra", "message": "extra must be a whole number."}
     ]
 
 
@@ -92,3 +105,307 @@ def test_validation_does_not_change_the_schema() -> None:
     schema: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}}}
     validate_form_data(schema, {"b": 1})
     assert schema == {"type": "object", "properties": {"a": {"type": "string"}}}
+
+
+# ---------------------------------------------------------------- item 1: one rule for every keyword
+
+ADDRESS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"country": {"type": "string"}, "state": {"type": "string"}, "province": {"type": "string"}},
+    "if": {"properties": {"country": {"const": "US"}}},
+    "then": {"required": ["state"]},
+    "else": {"required": ["province"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "data", "refused_at"),
+    [
+        # if/then/else: the condition is read as written, never closed
+        (ADDRESS, {"country": "US"}, ["/state"]),
+        (ADDRESS, {"country": "US", "state": "CA"}, []),
+        (ADDRESS, {"country": "CA", "province": "QC"}, []),
+        (ADDRESS, {"country": "CA"}, ["/province"]),
+        # a property only `then` declares is declared when `then` applied, not otherwise
+        (
+            {
+                "type": "object",
+                "properties": {"kind": {"type": "string"}},
+                "if": {"properties": {"kind": {"const": "x"}}},
+            },
+            {"kind": "x", "extra": 1},
+            ["/extra"],
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"kind": {"type": "string"}},
+                "if": {"properties": {"kind": {"const": "x"}}},
+                "then": {"properties": {"detail": {"type": "string"}}},
+            },
+            {"kind": "x", "detail": "d"},
+            [],
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"kind": {"type": "string"}},
+                "if": {"properties": {"kind": {"const": "x"}}},
+                "then": {"properties": {"detail": {"type": "string"}}},
+            },
+            {"kind": "y", "detail": "d"},
+            ["/detail"],
+        ),
+        # not: what it forbids is refused, what it allows is accepted
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}}, "not": {"required": ["a"]}},
+            {"a": "x"},
+            [""],
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}, "b": {}}, "not": {"required": ["a"]}},
+            {"b": 1},
+            [],
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"p": {"type": "object", "properties": {"a": {}, "b": {}}}},
+                "not": {"properties": {"p": {"properties": {"a": {"const": 1}}}}},
+            },
+            {"p": {"a": 1, "b": 2}},
+            [""],
+        ),
+        # contains: matched as written; its items still need `items` to declare their fields
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "l": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"k": {}, "v": {}}},
+                        "contains": {"properties": {"k": {"const": "main"}}, "required": ["k"]},
+                    }
+                },
+            },
+            {"l": [{"k": "main", "v": 1}]},
+            [],
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"l": {"type": "array", "contains": {"type": "object", "properties": {"k": {}}}}},
+            },
+            {"l": [{"k": 1}]},
+            ["/l/0/k"],
+        ),
+        # anyOf/oneOf: a branch that applied declares
+        (
+            {
+                "type": "object",
+                "anyOf": [
+                    {"properties": {"a": {"type": "string"}}, "required": ["a"]},
+                    {"properties": {"b": {"type": "string"}}, "required": ["b"]},
+                ],
+            },
+            {"a": "x"},
+            [],
+        ),
+        (
+            {
+                "type": "object",
+                "oneOf": [
+                    {"properties": {"a": {"type": "string"}}, "required": ["a"]},
+                    {"properties": {"b": {"type": "string"}}, "required": ["b"]},
+                ],
+            },
+            {"a": "x", "b": 1},
+            ["/b"],
+        ),
+        # dependentSchemas: declares when its property is there
+        (
+            {
+                "type": "object",
+                "properties": {"card": {"type": "string"}},
+                "dependentSchemas": {"card": {"properties": {"cvc": {"type": "string"}}, "required": ["cvc"]}},
+            },
+            {"card": "4111", "cvc": "123"},
+            [],
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"card": {"type": "string"}},
+                "dependentSchemas": {"card": {"properties": {"cvc": {"type": "string"}}, "required": ["cvc"]}},
+            },
+            {"cvc": "123"},
+            ["/cvc"],
+        ),
+        # patternProperties: matching names are declared, the rest is not
+        (
+            {"type": "object", "properties": {"a": {}}, "patternProperties": {"^x-": {"type": "string"}}},
+            {"a": 1, "x-trace": "t", "isAdmin": True},
+            ["/isAdmin"],
+        ),
+        # unevaluatedProperties as written, and nested
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "o": {"type": "object", "allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False}
+                },
+            },
+            {"o": {"a": 1}},
+            [],
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "o": {"type": "object", "allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False}
+                },
+            },
+            {"o": {"a": 1, "b": 2}},
+            ["/o/b"],
+        ),
+        # unevaluatedItems with prefixItems
+        (
+            {
+                "type": "object",
+                "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}], "unevaluatedItems": False}},
+            },
+            {"t": ["a", "b"]},
+            ["/t/1"],
+        ),
+    ],
+)
+def test_the_rule_holds_for_every_keyword(schema: dict[str, Any], data: dict[str, Any], refused_at: list[str]) -> None:
+    # GIVEN a schema using a composition keyword / WHEN data is submitted / THEN exactly the expected places refuse
+    assert sorted(set(paths(validate_form_data(schema, data)))) == refused_at
+
+
+# ---------------------------------------------------------------- item 2: ECMA-262 patterns
+
+TIME = {"type": "object", "properties": {"t": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"}}}
+YEAR = {"type": "object", "properties": {"y": {"type": "string", "pattern": "^\\d{4}$"}}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "data", "accepted"),
+    [
+        (TIME, {"t": "10:00"}, True),
+        (TIME, {"t": "10:00\n"}, False),  # `$` is the end of input, not "before a final newline"
+        (YEAR, {"y": "2024"}, True),
+        (YEAR, {"y": "٢٠٢٤"}, False),  # Arabic-Indic digits are not \d in ECMA-262
+        (YEAR, {"y": "２０２４"}, False),  # nor are full-width ones
+        ({"type": "object", "properties": {"w": {"type": "string", "pattern": "^\\w+$"}}}, {"w": "é"}, False),
+        ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a\\sb$"}}}, {"s": "a\u00a0b"}, True),
+        ({"type": "object", "properties": {"d": {"type": "string", "pattern": "^a.b$"}}}, {"d": "a\rb"}, False),
+        ({"type": "object", "patternProperties": {"^\\d+$": {}}}, {"١": 1}, False),
+        ({"type": "object", "patternProperties": {"^\\d+$": {}}}, {"1": 1}, True),
+    ],
+)
+def test_patterns_follow_ecma_262(schema: dict[str, Any], data: dict[str, Any], accepted: bool) -> None:
+    assert (validate_form_data(schema, data) == []) is accepted
+
+
+def test_a_pattern_message_names_the_field_and_shows_the_example_never_the_regex() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "t": {"type": "string", "title": "Start", "pattern": "^[0-9]{2}:[0-9]{2}$", "examples": ["09:30"]}
+        },
+    }
+    assert validate_form_data(schema, {"t": "9.30"}) == [
+        {"path": "/t", "message": "Start is not in the expected form, for example “09:30”."}
+    ]
+
+
+# ---------------------------------------------------------------- item 3: bounded
+
+
+def test_unique_items_over_many_mixed_items_is_quick_and_right() -> None:
+    # GIVEN 8,000 mixed items (~47 KB), the last one equal to the first: linear, so this runs at once
+    items: list[Any] = [i if i % 2 else [i] for i in range(7999)]
+    schema = {"type": "object", "properties": {"l": {"type": "array", "uniqueItems": True}}}
+    assert validate_form_data(schema, {"l": items}) == []
+    assert validate_form_data(schema, {"l": [*items, [0]]}) == [
+        {"path": "/l", "message": "l has the same entry twice (entries 1 and 8000)."}
+    ]
+
+
+def test_unique_items_compares_as_json_does() -> None:
+    schema = {"type": "object", "properties": {"l": {"type": "array", "uniqueItems": True}}}
+    assert validate_form_data(schema, {"l": [1, 1.0]}) != []
+    assert validate_form_data(schema, {"l": [1, True]}) == []
+    assert validate_form_data(schema, {"l": [0, False]}) == []
+    assert len(validate_form_data(schema, {"l": [1, 1, 1, 2, 2]})) == 1  # said once per list
+
+
+def test_data_too_large_or_too_deep_is_refused_in_plain_words() -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string"}}}
+    assert paths(validate_form_data(schema, {"s": "x" * MAX_DATA_BYTES})) == [""]
+    deep: Any = 1
+    for _ in range(MAX_DATA_DEPTH + 1):
+        deep = [deep]
+    assert "nested too deeply" in validate_form_data(schema, {"s": deep})[0]["message"]
+
+
+def test_the_number_of_problems_reported_is_bounded() -> None:
+    schema = {"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string"}}}}
+    problems = validate_form_data(schema, {"l": list(range(500))})
+    assert len(problems) == MAX_ERRORS + 1
+    assert problems[-1]["path"] == "" and "more problems" in problems[-1]["message"]
+
+
+def test_multiple_of_accepts_decimal_amounts_as_the_browser_does() -> None:
+    schema = {"type": "object", "properties": {"amount": {"type": "number", "multipleOf": 0.01}}}
+    assert validate_form_data(schema, {"amount": 0.07}) == []
+    assert validate_form_data(schema, {"amount": 19.99}) == []
+    assert paths(validate_form_data(schema, {"amount": 0.075})) == ["/amount"]
+
+
+def test_numbers_and_json_only() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "number"}}}
+    assert paths(validate_form_data(schema, {"n": float("nan")})) == [""]
+    assert paths(validate_form_data(schema, {"n": True})) == ["/n"]
+    assert validate_form_data(schema, {"n": 1.0}) == []
+    assert json.dumps(validate_form_data(schema, {"n": "1"}), ensure_ascii=False).count("'") == 0
+
+
+# ---------------------------------------------------------------- item 9: compiled once
+
+
+def test_the_validator_is_built_once_per_schema() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert form_validator(schema) is form_validator(json.loads(json.dumps(schema)))
+    assert form_validator(schema) is not form_validator({**schema, "required": ["a"]})
+
+
+def test_the_pattern_budget_counts_matching_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a pattern budget far below what building this never-seen pattern costs (~0.3 s), but well above
+    # what matching it costs (~0.1 ms)
+    from agentturn import validation
+
+    monkeypatch.setattr(validation, "PATTERN_BUDGET_SECONDS", 0.02)
+    words = "|".join(f"w{i}x" for i in range(3000))
+    schema = {"type": "object", "properties": {"c": {"type": "string", "pattern": f"^(?:{words})$"}}}
+    # WHEN the first submission against it arrives (the validator is built, and the pattern compiled, now)
+    problems = validate_form_data(schema, {"c": "w2999x"})
+    # THEN it is accepted: set-up is not charged to the budget that bounds matching
+    assert problems == []
+    assert [p["path"] for p in validate_form_data(schema, {"c": "w3000x"})] == ["/c"]
+
+
+def test_a_validation_over_its_cpu_budget_is_refused_in_plain_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a CPU budget no real validation fits in
+    from agentturn import validation
+
+    monkeypatch.setattr(validation, "VALIDATION_CPU_SECONDS", -1.0)
+    schema = {"type": "object", "properties": {"l": {"type": "array", "items": {"type": "integer"}}}}
+    # WHEN a submission with enough values to reach a budget check is validated
+    problems = validate_form_data(schema, {"l": list(range(200))})
+    # THEN it is refused as a whole, saying why
+    assert problems == [
+        {"path": "", "message": "This form could not be checked in time; please shorten what you entered."}
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import uuid
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,13 @@ MAX_INLINE_BODY: Final = 380 * 1024
 #: Codes for "the condition of a conditional write did not hold".
 CONDITION_FAILED: Final = "ConditionalCheckFailedException"
 
+#: A nonce every conditional write of a body stores with it. A write whose answer was lost is retried by the
+#: SDK; the retry then fails its condition *because of its own first attempt*, and the item it sees
+#: (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) carrying this write's nonce is how the adapter tells
+#: "my write landed" from "someone else's write won". Content cannot tell them apart: an identical body
+#: written earlier by another call is not this call's write.
+WRITE_ID: Final = "writeId"
+
 
 class StorageError(AgentTurnError):
     """A storage request failed in a way the runtime cannot recover from by itself."""
@@ -45,6 +53,16 @@ class BodyMissingError(StorageError):
 
 def error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def new_write_id() -> str:
+    """A fresh nonce for :data:`WRITE_ID` (64 random bits: collisions are not a concern at any scale)."""
+    return uuid.uuid4().hex[:16]
+
+
+def written_by(item: Item | None, write_id: str) -> bool:
+    """Whether ``item`` (as a failed condition saw it) holds the write that carried ``write_id``."""
+    return item is not None and as_str(item.get(WRITE_ID)) == write_id
 
 
 def old_item(exc: ClientError) -> Item | None:

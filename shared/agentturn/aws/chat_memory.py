@@ -20,6 +20,12 @@ card), ``update_message`` one conditional PutItem, ``get_active_turn`` one GetIt
 one conditional UpdateItem; ``get_message`` of a card one Query on the sparse ``byMessageId`` index (plus a
 GetItem where the emulator does not fetch unprojected attributes, as moto does not); of a model message,
 which nothing in the runtime asks for, a Query walking the conversation back from its end.
+
+Writes whose answer is lost (DESIGN invariant 10): every conditional write asks for the item its condition
+saw (``ALL_OLD``), and finding there its own nonce (``writeId`` on entries; the turn id it set on the head)
+means the SDK's retry failed only because the first attempt had landed: it counts as done. Unconditional
+batch puts of model messages are idempotent as they are (the same item again). No S3 object written for an
+entry is ever deleted here; they leave with their turn (:mod:`agentturn.aws.retention`).
 """
 
 from __future__ import annotations
@@ -28,17 +34,17 @@ import hashlib
 import logging
 import random
 import time
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 from pydantic import TypeAdapter
 
 from agentturn.aws import tables
 from agentturn.aws._support import (
     CONDITION_FAILED,
     MAX_INLINE_BODY,
+    WRITE_ID,
     BlobStore,
     BodyMissingError,
     BodyTooLargeError,
@@ -50,7 +56,9 @@ from agentturn.aws._support import (
     dynamodb_client,
     error_code,
     inline_body,
+    new_write_id,
     old_item,
+    written_by,
 )
 from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.memory import ChatMemory
@@ -162,14 +170,19 @@ class DynamoDBChatMemory:
 
     # ------------------------------------------------------------------ items
 
-    def _item(self, conversation_id: str, message: TimelineMessage) -> tuple[Item, str | None]:
-        """The entry's item, and the S3 key written for it if its body was spilled with a unique key."""
+    def _item(self, conversation_id: str, message: TimelineMessage) -> Item:
+        """The entry's item (its spilled body, if any, already written), with a fresh ``writeId``."""
         key = entry_key(message.sort_key, message.message_id)
         text = message.model_dump_json(by_alias=True)
-        item: Item = {_CID: {"S": conversation_id}, _SK: {"S": key}, _MESSAGE_ID: {"S": message.message_id}}
+        write_id = new_write_id()
+        item: Item = {
+            _CID: {"S": conversation_id},
+            _SK: {"S": key},
+            _MESSAGE_ID: {"S": message.message_id},
+            WRITE_ID: {"S": write_id},
+        }
         value = inline_body(text, compress_threshold=self.compress_threshold, level=self.compress_level)
         size = attribute_size(value)
-        written: str | None = None
         if size <= self.inline_limit or (self._blobs is None and size <= MAX_INLINE_BODY):
             item[_BODY] = value
         elif self._blobs is None:
@@ -183,9 +196,9 @@ class DynamoDBChatMemory:
                 # Immutable: re-projection writes the same content, so the same object key is harmless.
                 object_key = f"{self.key_prefix}{digest}.json.gz"
             else:
-                # Cards change: every version gets its own object, so a losing writer never clobbers the winner's.
-                object_key = f"{self.key_prefix}{digest}/{uuid.uuid4().hex[:12]}.json.gz"
-                written = object_key
+                # Cards change: every write gets its own object, so a losing writer never clobbers the winner's
+                # (all of a card's objects share the digest's prefix: retention removes them together).
+                object_key = f"{self.key_prefix}{digest}/{write_id}.json.gz"
             self._blobs.put(object_key, text, level=self.compress_level)
             item[_BODY_REF] = {"S": object_key}
         if message.model_visible:
@@ -194,7 +207,7 @@ class DynamoDBChatMemory:
             item[_VERSION] = {"N": str(message.version)}
             item[_TYPE] = {"S": message.type}
             item[_CARD_ID] = {"S": message.message_id}
-        return item, written
+        return item
 
     def _text(self, item: Item) -> str:
         value = item.get(_BODY)
@@ -207,14 +220,6 @@ class DynamoDBChatMemory:
         if text is None:
             raise BodyMissingError(f"the S3 body {key!r} of timeline entry {as_str(item.get(_MESSAGE_ID))!r} is gone")
         return text
-
-    def _discard(self, key: str | None) -> None:
-        if key is None or self._blobs is None:
-            return
-        try:
-            self._blobs.delete(key)
-        except (ClientError, BotoCoreError) as exc:
-            _log.warning("could not delete unreferenced timeline object %r: %s", key, exc)
 
     def _batch_put(self, items: list[Item]) -> None:
         """BatchWriteItem in chunks of 25, retrying unprocessed items with bounded, jittered backoff."""
@@ -358,20 +363,18 @@ class DynamoDBConversation:
                 Item=item,
                 ConditionExpression="attribute_not_exists(#sk)",
                 ExpressionAttributeNames=_names("#sk"),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise
-            return False
+            # Present already: an earlier append (False), or this very put, landed before its answer was lost.
+            return written_by(old_item(exc), item[WRITE_ID]["S"])
         return True
 
     def append(self, message: TimelineMessage) -> bool:
         _require_id(message)
-        item, written = self._memory._item(self.conversation_id, message)
-        if self._put_new(item):
-            return True
-        self._memory._discard(written)
-        return False
+        return self._put_new(self._memory._item(self.conversation_id, message))
 
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
         for message in messages:
@@ -390,7 +393,7 @@ class DynamoDBConversation:
             # One entry: a conditional put costs the same request and skips the index writes when present.
             self.append(next(iter(immutable.values())))
         elif immutable:
-            self._memory._batch_put([self._memory._item(self.conversation_id, m)[0] for m in immutable.values()])
+            self._memory._batch_put([self._memory._item(self.conversation_id, m) for m in immutable.values()])
         for card in cards:
             self.append(card)
 
@@ -413,7 +416,7 @@ class DynamoDBConversation:
 
     def _replace_card(self, message: CardMessage, expected_version: int) -> bool | None:
         """One conditional PutItem at the card's key; ``None`` when there is no item under that key at all."""
-        item, written = self._memory._item(self.conversation_id, message)
+        item = self._memory._item(self.conversation_id, message)
         condition = "#mid = :mid AND #v = :expected AND #type = :type"
         try:
             self._client.put_item(
@@ -431,9 +434,11 @@ class DynamoDBConversation:
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise
-            self._memory._discard(written)
             previous = old_item(exc)
-            return None if previous is None else False
+            if previous is None:
+                return None
+            # The card at another version, or this very put, landed before its answer was lost.
+            return written_by(previous, item[WRITE_ID]["S"])
         return True
 
     # ------------------------------------------------------------------ the conversation's active turn
@@ -471,10 +476,15 @@ class DynamoDBConversation:
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=_names(update + condition),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 **kwargs,
             )
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise
-            return False
+            # Taking is idempotent: a head that already names this turn (turn ids are unique, so only this
+            # call's first attempt can have put it there) means the take landed before its answer was lost.
+            # Answering "busy" would make the start delete its own turn and name it as the one in the way.
+            head = old_item(exc)
+            return turn_id is not None and head is not None and as_str(head.get(_ACTIVE_TURN)) == turn_id
         return True

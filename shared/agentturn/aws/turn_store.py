@@ -16,6 +16,7 @@ The item of a turn::
     overdueShard S, waitExpiresAt N           present only while blocked on a wait with a deadline: the
                           sparse "overdue" index (find_overdue)
     expiresAt         N   TTL: ``turn.retain_until`` of a terminal turn (DynamoDB deletes it after that)
+    writeId           S   nonce of the create/save that wrote the body (recognises a retried write as ours)
 
 Semantics are those of :class:`agentturn.store.InMemoryTurnStore`, which is the reference; the contract
 suite in ``tests/contract`` runs the same tests against both. Each operation is one DynamoDB request
@@ -23,6 +24,16 @@ suite in ``tests/contract`` runs the same tests against both. Each operation is 
 a cancel requested after its turn was loaded; a spilled body adds one S3 PUT per save, one GET per load).
 Conditional writes ask for ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so a lost condition is told
 apart (not found / lease lost / version conflict, with the stored version) without another read.
+
+Writes whose answer is lost (DESIGN invariant 10). The SDK retries a request whose response timed out,
+and that retry then fails its condition because the first attempt landed. Every conditional write carries
+a nonce (``writeId`` for create/save, the fresh lease id for a claim), and a failed condition whose old item
+carries it counts as the success it was. ``renew`` and ``request_cancel`` are idempotent as they stand (a
+repeated attempt meets its condition again); ``release`` may answer ``False`` for a release that landed,
+which no caller acts on. S3 objects are deleted only when a successful write's own ``UPDATED_OLD`` (or a
+delete's ``ALL_OLD``) proves the item stopped referencing them: an object written for a write that failed
+or whose answer was lost is never deleted here (it may be the very object the item references); the
+retention consumer (:mod:`agentturn.aws.retention`) removes a turn's objects together with the turn.
 """
 
 from __future__ import annotations
@@ -30,10 +41,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-import uuid
 import zlib
-from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -43,6 +52,7 @@ from agentturn.aws import tables
 from agentturn.aws._support import (
     CONDITION_FAILED,
     MAX_INLINE_BODY,
+    WRITE_ID,
     BlobStore,
     BodyMissingError,
     BodyTooLargeError,
@@ -55,8 +65,10 @@ from agentturn.aws._support import (
     dynamodb_client,
     error_code,
     inline_body,
+    new_write_id,
     number,
     old_item,
+    written_by,
 )
 from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.errors import LeaseLostError, TurnNotFoundError, VersionConflictError
@@ -102,6 +114,7 @@ _NAMES: Final = {
     "#exp": _EXPIRES_AT,
     "#oshard": _OVERDUE_SHARD,
     "#wx": _WAIT_EXPIRES,
+    "#wid": WRITE_ID,
 }
 _RUNNABLE_VALUES: Final = {":ready": {"S": TurnStatus.READY.value}, ":running": {"S": TurnStatus.RUNNING.value}}
 #: A body pointer that no longer resolves is re-read this many times (a concurrent save replaced it).
@@ -110,6 +123,13 @@ _LOAD_ATTEMPTS: Final = 3
 
 class _CancelRequestedMeanwhile(Exception):
     """A save's only failed condition was "no cancel requested": retry it carrying the flag."""
+
+
+@dataclass(frozen=True)
+class _Landed:
+    """A save's condition failed on the SDK's retry because the first attempt had landed: it succeeded."""
+
+    cancel_requested: bool
 
 
 def _names(expression: str) -> dict[str, str]:
@@ -121,9 +141,10 @@ class DynamoDBTurnStore:
     """A TurnStore on one DynamoDB table (see :data:`agentturn.aws.tables.TURNS_TABLE`).
 
     ``bucket`` (with ``s3_client``) receives bodies whose compressed size exceeds ``inline_limit``, as
-    ``turns/<turnId>/<version>-<nonce>.json.gz``: the nonce keeps a fenced-off writer from overwriting
-    the object a current writer's item points to. Without a bucket, bodies up to the item limit stay
-    inline and larger ones raise :class:`~agentturn.aws._support.BodyTooLargeError`.
+    ``turns/<turnId>/<version>-<nonce>.json.gz`` (the write's nonce): a fenced-off writer never overwrites
+    the object a current writer's item points to, and an SDK retry of a PUT rewrites the same bytes.
+    Without a bucket, bodies up to the item limit stay inline and larger ones raise
+    :class:`~agentturn.aws._support.BodyTooLargeError`.
     ``clock`` decides lease expiry and ``updatedAt`` (inject one in tests; every process of a deployment
     must agree on time within much less than a lease).
     """
@@ -198,25 +219,25 @@ class DynamoDBTurnStore:
             removes.append("#exp")
         return sets, removes
 
-    def _encode_body(self, turn: Turn) -> tuple[str, Item, str | None]:
-        """``(json, {"body"|"bodyRef": value}, s3_key_written_or_None)``; writes the S3 object if spilled."""
+    def _encode_body(self, turn: Turn, write_id: str) -> tuple[str, Item]:
+        """``(json, {"body"|"bodyRef": value})``; writes the S3 object first if the body is spilled."""
         text = turn.model_dump_json(by_alias=True)
         value = inline_body(text, compress_threshold=self.compress_threshold, level=self.compress_level)
         size = attribute_size(value)
         if size <= self.inline_limit or (self._blobs is None and size <= MAX_INLINE_BODY):
-            return text, {_BODY: value}, None
+            return text, {_BODY: value}
         if self._blobs is None:
             raise BodyTooLargeError(
                 f"snapshot of turn {turn.id!r} is {size} bytes compressed, more than a DynamoDB item holds; "
                 "configure a snapshot bucket"
             )
         # Written before the item: an item never points to an object that is not there yet.
-        key = f"{self.key_prefix}{turn.id}/{turn.version}-{uuid.uuid4().hex[:12]}.json.gz"
+        key = f"{self.key_prefix}{turn.id}/{turn.version}-{write_id}.json.gz"
         self._blobs.put(key, text, level=self.compress_level)
-        return text, {_BODY_REF: {"S": key}}, key
+        return text, {_BODY_REF: {"S": key}}
 
     def _discard(self, key: str | None) -> None:
-        """Best effort: delete an S3 body nothing points to (any more). A leak costs storage, not correctness."""
+        """Best effort: delete an S3 body a write proved unreferenced. A leak costs storage, not correctness."""
         if key is None or self._blobs is None:
             return
         try:
@@ -244,7 +265,8 @@ class DynamoDBTurnStore:
 
     def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
         stored = turn.model_copy(update={"version": 1})
-        text, body, written = self._encode_body(stored)
+        write_id = new_write_id()
+        text, body = self._encode_body(stored, write_id)
         now = self.clock()
         item: Item = {
             _TURN_ID: {"S": turn.id},
@@ -253,6 +275,7 @@ class DynamoDBTurnStore:
             _CONVERSATION: {"S": stored.conversation_id},
             _UPDATED_AT: {"N": number(now)},
             _CANCEL: {"BOOL": stored.cancel_requested},
+            WRITE_ID: {"S": write_id},
             **body,
         }
         derived, _ = self._derived(stored, now)
@@ -273,9 +296,13 @@ class DynamoDBTurnStore:
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise
-            self._discard(written)
-            existing = old_item(exc) or {}
-            raise VersionConflictError(turn.id, None, as_int(existing.get(_VERSION), 0) or None) from None
+            existing = old_item(exc)
+            if not written_by(existing, write_id):
+                # Another turn holds the id. The body object written above (if any) is left alone: deleting
+                # it is not worth reasoning about which attempt of which request might still reference it.
+                raise VersionConflictError(turn.id, None, as_int((existing or {}).get(_VERSION), 0) or None) from None
+            # Our own put landed and the SDK's retry of it found the item: created as asked.
+            _log.info("create of turn %r landed before its answer was lost; counted as done", turn.id)
         return self._decode(text, 1, stored.cancel_requested)
 
     def load(self, turn_id: str) -> Turn:
@@ -299,41 +326,50 @@ class DynamoDBTurnStore:
         now = self.clock()
         version = expected_version + 1
         stored = turn.model_copy(update={"version": version})
-        text, body, written = self._encode_body(stored)
+        write_id = new_write_id()
+        text, body = self._encode_body(stored, write_id)
         cancel = stored.cancel_requested
+        # A failed save leaves the object it wrote (if any) in place: see the module's note on lost answers.
         try:
-            response = self._update_snapshot(stored, body, expected_version, lease_id, now, cancel=cancel)
+            outcome = self._update_snapshot(stored, body, expected_version, lease_id, now, write_id, cancel=cancel)
         except _CancelRequestedMeanwhile:
             # The only thing that failed is "cancel not requested": write again carrying the flag. This is
             # the one case a save costs two requests, and it happens once, on a turn about to be cancelled.
             cancel = True
             # Carrying the flag changes what the indexes hold (a blocked turn with it is due for the sweeper).
             stored = stored.model_copy(update={"cancel_requested": True})
-            try:
-                response = self._update_snapshot(stored, body, expected_version, lease_id, now, cancel=cancel)
-            except (TurnNotFoundError, VersionConflictError):
-                self._discard(written)
-                raise
-        except (TurnNotFoundError, VersionConflictError):
-            self._discard(written)
-            raise
-        old = cast("Item", response.get("Attributes", {}))
-        previous_ref = as_str(old.get(_BODY_REF))
+            outcome = self._update_snapshot(stored, body, expected_version, lease_id, now, write_id, cancel=cancel)
+        if isinstance(outcome, _Landed):
+            # Our write is what the item holds; a cancel requested since then is on it too.
+            return self._decode(text, version, cancel or outcome.cancel_requested)
+        previous_ref = as_str(outcome.get(_BODY_REF))
         if previous_ref is not None and previous_ref != as_str(body.get(_BODY_REF)):
+            # UPDATED_OLD of this very write: the item referenced that object until now, and no later write
+            # can point back to it (each object belongs to one version, and versions only grow).
             self._discard(previous_ref)
         return self._decode(text, version, cancel)
 
     def _update_snapshot(
-        self, stored: Turn, body: Item, expected_version: int, lease_id: str | None, now: float, *, cancel: bool
-    ) -> Mapping[str, Any]:
-        """One conditional UpdateItem writing ``stored``; raises the core's error for a failed condition."""
+        self,
+        stored: Turn,
+        body: Item,
+        expected_version: int,
+        lease_id: str | None,
+        now: float,
+        write_id: str,
+        *,
+        cancel: bool,
+    ) -> Item | _Landed:
+        """One conditional UpdateItem writing ``stored``: the attributes it replaced, or :class:`_Landed` when
+        an SDK retry found the item already holding this write; raises the core's error for a failed condition."""
         values: Item = {
             ":v": {"N": str(stored.version)},
             ":expected": {"N": str(expected_version)},
             ":st": {"S": stored.status.value},
             ":now": {"N": number(now)},
+            ":wid": {"S": write_id},
         }
-        sets = ["#v = :v", "#st = :st", "#ua = :now"]
+        sets = ["#v = :v", "#st = :st", "#ua = :now", "#wid = :wid"]
         removes: list[str] = []
         if _BODY in body:
             sets.append("#body = :body")
@@ -366,7 +402,7 @@ class DynamoDBTurnStore:
             values[":false"] = {"BOOL": False}
         update = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
         try:
-            return self.client.update_item(
+            response = self.client.update_item(
                 TableName=self.table_name,
                 Key={_TURN_ID: {"S": stored.id}},
                 UpdateExpression=update,
@@ -377,10 +413,14 @@ class DynamoDBTurnStore:
                 ReturnValues="UPDATED_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
+            return cast("Item", response.get("Attributes", {}))
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise
             item = old_item(exc)
+        if item is not None and written_by(item, write_id):
+            _log.info("save of turn %r at version %d landed before its answer was lost", stored.id, stored.version)
+            return _Landed(cancel_requested=bool(item.get(_CANCEL, {}).get("BOOL", False)))
         if item is not None and not cancel and self._only_cancel_differs(item, expected_version, lease_id, now):
             raise _CancelRequestedMeanwhile
         raise self._save_conflict(stored.id, expected_version, lease_id, item)
@@ -430,13 +470,20 @@ class DynamoDBTurnStore:
                     **_RUNNABLE_VALUES,
                 },
                 ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
+            item = cast("Item", response.get("Attributes", {}))
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise
-            # Not runnable, missing, or leased by someone else: all mean "not yours" (no old item needed).
-            return None
-        item = cast("Item", response.get("Attributes", {}))
+            landed = old_item(exc)
+            if landed is None or as_str(landed.get(_LEASE_ID)) != lease.lease_id:
+                # Not runnable, missing, or leased by someone else: all mean "not yours".
+                return None
+            # The lease id is new with this call: the item holding it is our claim, landed before its answer
+            # was lost. (Answering "not yours" would leave the turn leased to nobody until the lease expires.)
+            _log.info("claim of turn %r landed before its answer was lost; counted as done", turn_id)
+            item = landed
         text = self._body_text(item) if item else None
         if text is None:
             return lease

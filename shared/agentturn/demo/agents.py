@@ -169,9 +169,12 @@ def _support_tool(ledger: TicketLedger) -> Tool:
     def create_support_ticket(arguments: dict[str, Any]) -> dict[str, Any]:
         # The person's form wins; a real model that already asked through request_user_input may pass the
         # fields as arguments, and must not make the person fill in the same form twice.
-        details = ToolContext.current().submitted_form_data or {
-            key: arguments[key] for key in ("affectedSystem", "impactScope") if arguments.get(key)
-        }
+        context = ToolContext.current()
+        details = (
+            context.submitted_form_data
+            if context.form_submitted
+            else {key: arguments[key] for key in ("affectedSystem", "impactScope") if arguments.get(key)}
+        )
         if validate_form_data(SUPPORT_TICKET_SCHEMA, details):
             # Before any side effect: the business rules say these two fields are needed.
             raise FormRequired(SUPPORT_TICKET_FORM)

@@ -1,4 +1,4 @@
-"""The repository's Lambda handlers (``functions/<name>/app.py``), loaded and invoked as Lambda would.
+"""agentturn's Lambda handlers (``functions/<name>/app.py``), loaded and invoked as Lambda would.
 
 Lambda runs each function in isolated containers, each serving one invocation at a time; concurrent
 requests get other containers. A :class:`FunctionPool` does the same with separate imports of the same
@@ -14,12 +14,13 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from agentturn._sources import HandlerSourcesNotFoundError, handler_sources
 from agentturn.local.emulator import WORKER_TIMEOUT_SECONDS
 from agentturn.local.lambda_context import LocalLambdaContext
 from agentturn.local.log import LOGGER_NAME
@@ -48,18 +49,12 @@ class FunctionsNotFoundError(RuntimeError):
     pass
 
 
-def find_functions_dir(candidates: Iterable[Path] = ()) -> Path:
-    """The ``functions/`` folder of the checkout: next to ``shared/`` (an editable install) or under the
-    current directory. ``agentturn dev`` runs the repository's handlers, so it needs the checkout."""
-    here = Path(__file__).resolve()
-    for base in (*candidates, Path.cwd(), *here.parents):
-        folder = base / "functions"
-        if (folder / "run" / "app.py").is_file():
-            return folder
-    raise FunctionsNotFoundError(
-        "agentturn dev runs the repository's Lambda handlers (functions/*/app.py) and cannot find them: "
-        "run it from a checkout of the repository (python -m pip install -e . there)"
-    )
+def find_functions_dir() -> Path:
+    """The handler sources the deployed functions are bundled from (a checkout's, or the installed package's)."""
+    try:
+        return handler_sources()
+    except HandlerSourcesNotFoundError as exc:
+        raise FunctionsNotFoundError(str(exc)) from exc
 
 
 def _load(path: Path, module_name: str) -> ModuleType:

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final, TextIO
 
+from agentturn._sources import import_root
 from agentturn.local.emulator import Clients, MotoEmulator, Resources, point_environment_at, provision
 from agentturn.local.functions import FunctionPool, find_functions_dir, load_pools
 from agentturn.local.gateway import GatewayConfig, LocalGateway
@@ -47,6 +48,10 @@ class DevConfig:
     snapshot_interval: float = 30.0
     functions_dir: Path | None = None
     log_requests: bool = True
+    #: ``module:function`` returning the agents to serve (``AGENTTURN_AGENTS``; default: the demo agents).
+    agents: str | None = None
+    #: The team's code, importable as it is from the root of a deployed bundle (the construct's ``code``).
+    code: tuple[Path, ...] = ()
 
 
 def _agent_ids() -> list[str]:
@@ -103,11 +108,13 @@ class DevServer:
             restored = restore(self.clients, self.resources, self.config.persist)
             if restored is not None:
                 self.out.write(f"restored {restored.describe()} from {self.config.persist}\n")
-        # Lambda puts the bundle's root on sys.path; the checkout's root plays that part here (so that an
-        # AGENTTURN_AGENTS module of the checkout imports as it would in the deployed bundle).
-        root = str(functions_dir.parent)
-        if root not in sys.path:
-            sys.path.insert(0, root)
+        # Lambda puts the bundle's root on sys.path, where the team's code lies (AgentTurn's ``code``): the
+        # same entries, then the current folder (a project's root), play that part here.
+        if self.config.agents is not None:
+            os.environ["AGENTTURN_AGENTS"] = self.config.agents
+        for root in reversed([*(str(import_root(path.resolve())) for path in self.config.code), str(Path.cwd())]):
+            if root not in sys.path:
+                sys.path.insert(0, root)
         self.agents = _agent_ids()  # a wrong AGENTTURN_AGENTS fails here, before the URL is printed
         self.pools = load_pools(functions_dir)
         for pool in self.pools.values():

@@ -8,7 +8,13 @@
 import { createRoot } from "react-dom/client";
 import { useState } from "react";
 import Form from "@rjsf/core";
-import validator from "@rjsf/validator-ajv8";
+import { customizeValidator } from "@rjsf/validator-ajv8";
+import Ajv2020 from "ajv/dist/2020";
+import { transformErrorsFor } from "./form_messages.mjs";
+
+// Draft 2020-12, as the server validates (agentturn/validation.py): rjsf's default Ajv class reads draft-07,
+// which ignores prefixItems, dependentSchemas and unevaluated*. Same formats and options as rjsf's default.
+const validator = customizeValidator({ AjvClass: Ajv2020 });
 
 // Server errors come as JSON Pointers into the submitted data ("/affectedSystem", "/address/zip");
 // rjsf wants them as a nested ErrorSchema ({affectedSystem: {__errors: [...]}}). Errors at the root, or on
@@ -66,6 +72,8 @@ function CardForm(props) {
       focusOnFirstError
       omitExtraData
       extraErrors={errorSchema}
+      // The console's own checks say what the server would say, in the same words.
+      transformErrors={transformErrorsFor(props.schema)}
       disabled={Boolean(props.busy)}
       onChange={(event) => setFormData(event.formData)}
       onSubmit={(event) => props.onSubmit(event.formData ?? {})}

@@ -5,6 +5,8 @@
 - **Oldest message age**: the worker is not keeping up, or is failing and retrying (a record reported as
   a batch item failure is retried after the visibility timeout, so its age passes the threshold).
 - **The worker's failed records and the sweeper's failed sends** (the handlers' own metrics).
+- **Throttles of each function**: its reserved concurrency (the worker's) or the account's is used up.
+- **Retention dead-letter queue**: a removed turn's timeline entries or objects could not be deleted.
 - **Errors of each function**: the worker's invocation errors (crashes, timeouts; a failed record of a
   partial batch response is not an error and shows up in the queue and failed-records alarms), the
   sweeper's (if it stops, lost enqueues are never repaired), and the API functions' (a 5xx for a caller).
@@ -27,6 +29,8 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from agentturn.cdk.settings import FunctionName
+
 
 class Alarms(Construct):
     def __init__(
@@ -35,8 +39,9 @@ class Alarms(Construct):
         construct_id: str,
         *,
         queue: sqs.IQueue,
-        dead_letter_queue: sqs.IQueue,
-        functions: Mapping[str, lambda_.IFunction],
+        dead_letter_queue: sqs.IQueue | None,
+        retention_dead_letter_queue: sqs.IQueue | None,
+        functions: Mapping[FunctionName, lambda_.IFunction],
         http_api: apigw.IHttpApi,
         oldest_message_threshold: Duration,
         alarm_email: str | None,
@@ -51,15 +56,16 @@ class Alarms(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: dict[str, cloudwatch.Alarm] = {}
 
-        self._add(
-            "DeadLetterQueueNotEmpty",
-            dead_letter_queue.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
-            ),
-            threshold=0,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description="Resume messages reached the dead-letter queue: a turn failed to advance repeatedly.",
-        )
+        if dead_letter_queue is not None:  # None: an existing queue whose dead-letter queue is not known here
+            self._add(
+                "DeadLetterQueueNotEmpty",
+                dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                threshold=0,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                description="Resume messages reached the dead-letter queue: a turn failed to advance repeatedly.",
+            )
         self._add(
             "ResumeQueueOldestMessageAge",
             queue.metric_approximate_age_of_oldest_message(
@@ -70,7 +76,26 @@ class Alarms(Construct):
             evaluation_periods=3,
             description="Resume messages wait too long: the worker is failing or not keeping up.",
         )
+        if retention_dead_letter_queue is not None:
+            self._add(
+                "RetentionDeadLetterQueueNotEmpty",
+                retention_dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=Duration.minutes(5), statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                threshold=0,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                description="A removed turn's timeline or objects could not be deleted: retention is not kept.",
+            )
         for name, function in functions.items():
+            # Throttled invocations: the worker's reserved concurrency is used up (resumes wait), or the
+            # account's concurrency is (every function waits). Either way people wait for answers.
+            self._add(
+                f"{name.capitalize()}Throttles",
+                function.metric_throttles(period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                description=f"The {name} function was throttled (concurrency used up).",
+            )
             self._add(
                 f"{name.capitalize()}Errors",
                 function.metric_errors(period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
@@ -80,12 +105,12 @@ class Alarms(Construct):
             )
         # The handlers' own EMF metrics (Powertools adds the "service" dimension): a record the worker
         # failed (retried by SQS), and a re-enqueue the sweeper could not send.
-        for name, metric_name, description in (
+        for alarm_name, metric_name, description in (
             ("WorkerRecordsFailed", "RecordsFailed", "The worker failed resume records (they are retried)."),
             ("SweepEnqueueFailures", "SweepEnqueueFailures", "The sweeper could not re-enqueue runnable turns."),
         ):
             self._add(
-                name,
+                alarm_name,
                 cloudwatch.Metric(
                     namespace=metrics_namespace,
                     metric_name=metric_name,

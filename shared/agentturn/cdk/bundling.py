@@ -1,10 +1,13 @@
-"""Lambda code assets built without Docker: ``functions/<name>/`` + the ``agentturn`` package + its wheels.
+"""Lambda code assets built without Docker: ``functions/<name>/`` + the ``agentturn`` package + the team's
+code + the wheels of both.
 
 There is no Docker daemon on the machines that synthesise this stack, so each function's asset is built by
 a local bundling step (:class:`LocalBundler`, an ``ILocalBundling``):
 
-1. The third-party dependencies (``[project].dependencies`` and the ``aws`` extra of ``pyproject.toml``, so
-   there is no second list to keep in step) are installed once per synth *for the Lambda runtime*, not for
+1. The third-party dependencies (agentturn's ``[project].dependencies`` and its ``aws`` extra, read from
+   ``pyproject.toml`` in a checkout and from the installed distribution's metadata otherwise, so there is
+   no second list to keep in step; plus the team's ``requirements``, resolved together with them) are
+   installed once per synth *for the Lambda runtime*, not for
    this machine: ``pip install --only-binary=:all: --implementation cp --python-version 3.12 --abi cp312
    --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 --target ...``. Compiled wheels
    (pydantic_core, rpds-py) therefore match the Lambda's interpreter and architecture.
@@ -12,14 +15,20 @@ a local bundling step (:class:`LocalBundler`, an ``ILocalBundling``):
    (a constraints file): the Lambdas run the versions the tests ran against, and the asset is
    reproducible on a given development environment. Packages not installed here resolve within the
    ranges of ``pyproject.toml``.
-3. The install is cached on disk under ``.artifacts/lambda-deps/<key>`` (the key hashes the requirements,
+3. The install is cached on disk under ``~/.cache/agentturn/lambda-deps/<key>`` (``$XDG_CACHE_HOME`` or
+   ``$AGENTTURN_LAMBDA_DEPS_CACHE`` move it; the key hashes the requirements,
    the pins, the target and this module's format version) and shared by the four functions: the second
    function of a synth, and every later synth, costs a copy (hard links where possible), not a pip run.
-   ``python -m infra.bundling prefetch`` fills the cache ahead of time, so a synth (and the bundling test,
-   which runs without a network) needs no network.
-4. The asset is the dependency tree, then ``agentturn/`` from ``shared/``, then ``functions/<name>/*`` at
-   the root (the handler is ``app.handler``). The asset hash is computed from exactly these inputs, so a
-   change to the package redeploys every function and nothing else does.
+   ``python -m agentturn.cdk prefetch`` fills the cache ahead of time, so a synth (and the bundling
+   test, which runs without a network) needs no network.
+4. The asset is the dependency tree, then the runtime part of ``agentturn/`` (not its CDK, local-server,
+   console or scaffolding subpackages), then the team's ``code`` (each folder, package or module at the
+   root), then ``functions/<name>/*`` at the root (the handler is ``app.handler``). The asset hash is
+   computed from exactly these inputs, so a change to the package or the team's code redeploys every
+   function and nothing else does.
+
+The handler sources come from :func:`agentturn._sources.handler_sources` (a checkout's ``functions/``, or
+the same files inside an installed distribution).
 
 Why boto3 and Powertools are bundled rather than taken from the runtime and the AWS-managed Powertools
 layer: the runtime's boto3 changes under a deployed function without notice, and the managed layer is a
@@ -43,7 +52,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -52,17 +61,21 @@ from typing import Any, Final
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
+from packaging.requirements import Requirement
 
-from infra.config import Architecture, StackConfig
+from agentturn._sources import code_layout
+from agentturn.cdk.settings import Architecture
 
-REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
-PACKAGE_DIR: Final = REPO_ROOT / "shared" / "agentturn"
-PYPROJECT: Final = REPO_ROOT / "pyproject.toml"
-#: Where installed dependency trees are cached (``AGENTTURN_LAMBDA_DEPS_CACHE`` overrides it).
-DEFAULT_CACHE_DIR: Final = REPO_ROOT / ".artifacts" / "lambda-deps"
-#: Bump when the layout of an asset changes, so cached trees and asset hashes are not reused across it.
+PACKAGE_DIR: Final = Path(__file__).resolve().parent.parent
+#: Where a checkout would hold ``pyproject.toml`` (the package is ``shared/agentturn``).
+_CHECKOUT: Final = PACKAGE_DIR.parent.parent
+#: Subpackages that never run in a Lambda: the construct itself, ``agentturn dev``, the console, the
+#: ``agentturn init`` templates and the handler sources (which go to the asset root instead).
+RUNTIME_EXCLUDED: Final = ("cdk", "local", "web", "templates", "functions")
+#: Bump when the layout of a cached dependency tree changes, so cached trees are not reused across it.
 BUNDLE_FORMAT: Final = "agentturn-lambda-asset/1"
+#: Bump when the layout of an asset changes (2: the runtime part of the package, the team's code).
+ASSET_LAYOUT: Final = "2"
 #: The handler every function's ``app.py`` defines.
 HANDLER: Final = "app.handler"
 #: Never shipped: caches, and the console scripts pip writes (they name this machine's interpreter).
@@ -75,6 +88,23 @@ _NO_DOCKER_IMAGE: Final = "agentturn/local-bundling-only"
 
 class BundlingError(RuntimeError):
     """The asset could not be built (typically: no network and nothing cached yet)."""
+
+
+def functions_dir() -> Path:
+    """Where the handler sources are: inside an installed distribution, or the checkout's ``functions/``."""
+    for folder in (PACKAGE_DIR / "functions", _CHECKOUT / "functions"):
+        if (folder / "run" / "app.py").is_file():
+            return folder
+    raise BundlingError(
+        f"the Lambda handler sources are missing: neither {PACKAGE_DIR}/functions nor {_CHECKOUT}/functions"
+    )
+
+
+def _checkout_pyproject() -> Path | None:
+    pyproject = _CHECKOUT / "pyproject.toml"
+    if pyproject.is_file() and tomllib.loads(pyproject.read_text()).get("project", {}).get("name") == _SELF:
+        return pyproject
+    return None
 
 
 @dataclass(frozen=True)
@@ -95,20 +125,34 @@ class Target:
         machine = "x86_64" if self.architecture == "x86_64" else "aarch64"
         return (f"manylinux2014_{machine}", f"manylinux_2_28_{machine}")
 
-    @classmethod
-    def of(cls, config: StackConfig) -> Target:
-        return cls(python_version=config.python_version, architecture=config.architecture)
-
 
 # ------------------------------------------------------------------------------------------ requirements
 
 
-def runtime_requirements(pyproject: Path = PYPROJECT) -> tuple[str, ...]:
-    """What the Lambdas need from an index: the project's dependencies plus its ``aws`` extra."""
-    project = tomllib.loads(pyproject.read_text())["project"]
-    requirements = [*project.get("dependencies", []), *project.get("optional-dependencies", {}).get("aws", [])]
-    # "agentturn[...]" self-references (an extra that includes another extra) are shipped as source.
-    return tuple(r for r in requirements if _canonical(_requirement_name(r)) != _SELF)
+def runtime_requirements(pyproject: Path | None = None) -> tuple[str, ...]:
+    """What the Lambdas need from an index: agentturn's dependencies plus its ``aws`` extra.
+
+    Normalised (``packaging``'s spelling: sorted specifiers, no markers), so that the same requirements read
+    from a checkout's ``pyproject.toml`` or from an installed wheel's metadata give the same cache key.
+    """
+    pyproject = pyproject or _checkout_pyproject()
+    if pyproject is not None:
+        project = tomllib.loads(pyproject.read_text())["project"]
+        declared = [*project.get("dependencies", []), *project.get("optional-dependencies", {}).get("aws", [])]
+        requirements = [Requirement(r) for r in declared]
+    else:
+        requirements = [
+            r
+            for r in map(Requirement, metadata.requires(_SELF) or [])
+            if r.marker is None or r.marker.evaluate({"extra": "aws"})
+        ]
+    normalised: list[str] = []
+    for requirement in requirements:
+        requirement.marker = None
+        # "agentturn[...]" self-references (an extra that includes another extra) are shipped as source.
+        if _canonical(requirement.name) != _SELF:
+            normalised.append(str(requirement))
+    return tuple(normalised)
 
 
 def _requirement_name(requirement: str) -> str:
@@ -168,8 +212,9 @@ class DependencySpec:
     pins: tuple[tuple[str, str], ...]
 
     @classmethod
-    def for_target(cls, target: Target) -> DependencySpec:
-        requirements = runtime_requirements()
+    def for_target(cls, target: Target, extra_requirements: Iterable[str] = ()) -> DependencySpec:
+        """agentturn's runtime requirements, then the team's (``extra_requirements``), in one resolution."""
+        requirements = (*runtime_requirements(), *dict.fromkeys(extra_requirements))
         return cls(target=target, requirements=requirements, pins=tuple(installed_pins(requirements).items()))
 
     @property
@@ -186,8 +231,13 @@ class DependencySpec:
 
 
 def cache_dir() -> Path:
+    """``$AGENTTURN_LAMBDA_DEPS_CACHE``, else ``agentturn/lambda-deps`` in the user's cache directory: one
+    cache for every project of the machine (a tree is only ever added under a new key, never changed)."""
     configured = os.environ.get("AGENTTURN_LAMBDA_DEPS_CACHE")
-    return Path(configured) if configured else DEFAULT_CACHE_DIR
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentturn" / "lambda-deps"
 
 
 _COMPLETE: Final = ".complete"
@@ -240,7 +290,7 @@ def _pip_install(spec: DependencySpec, target_dir: Path) -> None:
     if result.returncode != 0:
         raise BundlingError(
             f"pip could not install the Lambda dependencies for Python {spec.target.python_version} "
-            f"({', '.join(spec.target.platforms)}); with no network, run `python -m infra.bundling prefetch` "
+            f"({', '.join(spec.target.platforms)}); with no network, run `python -m agentturn.cdk prefetch` "
             f"where there is one.\n$ {' '.join(command)}\n{result.stdout}{result.stderr}"
         )
     # Console scripts point at this machine's interpreter and are never run in a Lambda.
@@ -252,19 +302,31 @@ def _pip_install(spec: DependencySpec, target_dir: Path) -> None:
 # ---------------------------------------------------------------------------------------------- assets
 
 
-def _files(root: Path) -> Iterator[Path]:
+def _skipped(relative: Path) -> bool:
+    return any(part in _CACHE_DIRS for part in relative.parts) or relative.suffix in (".pyc", ".pyo")
+
+
+_CACHE_DIRS: Final = ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
+
+
+def _files(root: Path, *, exclude: tuple[str, ...] = ()) -> Iterator[Path]:
+    """Every file under ``root`` (or ``root`` itself, a module), caches and ``exclude``d top folders left out."""
+    if root.is_file():
+        yield root
+        return
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if any(part in ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache") for part in relative.parts):
+        if _skipped(relative) or (relative.parts and relative.parts[0] in exclude):
             continue
-        if path.is_file() and path.suffix not in (".pyc", ".pyo"):
+        if path.is_file():
             yield path
 
 
-def tree_digest(root: Path) -> str:
+def tree_digest(root: Path, *, exclude: tuple[str, ...] = ()) -> str:
     digest = hashlib.sha256()
-    for path in _files(root):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+    for path in _files(root, exclude=exclude):
+        name = path.name if root.is_file() else path.relative_to(root).as_posix()
+        digest.update(name.encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
@@ -278,24 +340,60 @@ def _link_or_copy(source: str, destination: str) -> None:
         shutil.copy2(source, destination)
 
 
+def code_entries(code: Iterable[Path]) -> list[tuple[str, Path]]:
+    """``(name at the asset root, source)`` for the team's code.
+
+    :func:`agentturn._sources.code_layout` says how each entry lands (``agentturn dev`` follows it too).
+    """
+    entries: list[tuple[str, Path]] = []
+    for path in code:
+        try:
+            layout = code_layout(path)
+        except FileNotFoundError as exc:
+            raise BundlingError(str(exc)) from None
+        if layout != "source_root":
+            entries.append((path.name, path))
+        else:
+            entries += [
+                (child.name, child)
+                for child in sorted(path.iterdir())
+                if not _skipped(Path(child.name)) and not child.name.startswith(".")
+            ]
+    names = [name for name, _ in entries]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise BundlingError(f"code: {duplicates!r} would be bundled twice at the asset root")
+    return entries
+
+
 @jsii.implements(ILocalBundling)
 class LocalBundler:
     """Builds one function's asset into the output directory CDK gives it."""
 
-    def __init__(self, function: str, spec: DependencySpec) -> None:
+    def __init__(self, function: str, spec: DependencySpec, code: tuple[Path, ...] = ()) -> None:
         self.function = function
         self.spec = spec
+        self.code = code
 
     # jsii passes the BundlingOptions as one positional struct; the type stubs declare keyword arguments.
     # Neither is needed: they are the options this module made.
     def try_bundle(self, output_dir: str, *_options: Any, **_keywords: Any) -> bool:
-        build_asset(self.function, self.spec, Path(output_dir))
+        build_asset(self.function, self.spec, Path(output_dir), self.code)
         # Never "False": that would make CDK fall back to Docker, which these machines do not have.
         return True
 
 
-def build_asset(function: str, spec: DependencySpec, output: Path) -> None:
-    source = FUNCTIONS_DIR / function
+def _place(source: Path, destination: Path, what: str) -> None:
+    if destination.exists():
+        raise BundlingError(f"{what} collides with {destination.name!r}, already in the asset")
+    if source.is_dir():
+        shutil.copytree(source, destination, ignore=shutil.ignore_patterns(*_IGNORED))
+    else:
+        shutil.copy2(source, destination)
+
+
+def build_asset(function: str, spec: DependencySpec, output: Path, code: tuple[Path, ...] = ()) -> None:
+    source = functions_dir() / function
     if not (source / "app.py").is_file():
         raise BundlingError(f"{source}/app.py does not exist: every function folder needs its handler module")
     output.mkdir(parents=True, exist_ok=True)
@@ -304,46 +402,61 @@ def build_asset(function: str, spec: DependencySpec, output: Path) -> None:
     package = output / "agentturn"
     if package.exists():
         raise BundlingError("a third-party wheel installed a top-level 'agentturn' package")
-    shutil.copytree(PACKAGE_DIR, package, ignore=shutil.ignore_patterns(*_IGNORED))
+    shutil.copytree(
+        PACKAGE_DIR, package, ignore=_ignore_at_top(PACKAGE_DIR, RUNTIME_EXCLUDED, shutil.ignore_patterns(*_IGNORED))
+    )
+    for name, path in code_entries(code):
+        _place(path, output / name, f"the team's code {str(path)!r}")
     for path in sorted(source.iterdir()):
         if path.name in _IGNORED or path.name == "__pycache__":
             continue
-        destination = output / path.name
-        if destination.exists():
-            raise BundlingError(f"functions/{function}/{path.name} collides with a bundled dependency")
-        if path.is_dir():
-            shutil.copytree(path, destination, ignore=shutil.ignore_patterns(*_IGNORED))
-        else:
-            shutil.copy2(path, destination)
+        _place(path, output / path.name, f"functions/{function}/{path.name}")
 
 
-def asset_hash(function: str, spec: DependencySpec) -> str:
-    """Exactly the inputs of the asset: the dependency key, the package and the function folder."""
-    parts = [BUNDLE_FORMAT, spec.key, tree_digest(PACKAGE_DIR), function, tree_digest(FUNCTIONS_DIR / function)]
+def _ignore_at_top(
+    root: Path, names: tuple[str, ...], inner: Callable[[str, list[str]], set[str]]
+) -> Callable[[str, list[str]], set[str]]:
+    def ignore(directory: str, entries: list[str]) -> set[str]:
+        ignored = set(inner(directory, entries))
+        if Path(directory) == root:
+            ignored |= set(names) & set(entries)
+        return ignored
+
+    return ignore
+
+
+def asset_hash(function: str, spec: DependencySpec, code: tuple[Path, ...] = ()) -> str:
+    """Exactly the inputs of the asset: the dependency key, the package, the team's code and the function."""
+    parts = [
+        BUNDLE_FORMAT,
+        ASSET_LAYOUT,
+        spec.key,
+        tree_digest(PACKAGE_DIR, exclude=RUNTIME_EXCLUDED),
+        *(f"{name}={tree_digest(path)}" for name, path in code_entries(code)),
+        function,
+        tree_digest(functions_dir() / function),
+    ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def function_code(function: str, spec: DependencySpec) -> lambda_.Code:
-    """The asset of ``functions/<function>``, bundled locally (skipped when the stack is not bundled)."""
+def function_code(function: str, spec: DependencySpec, code: tuple[Path, ...] = ()) -> lambda_.Code:
+    """The asset of ``function``, bundled locally (skipped when the stack is not bundled)."""
     return lambda_.Code.from_asset(
-        str(FUNCTIONS_DIR / function),
+        str(functions_dir() / function),
         # A custom hash: CDK neither fingerprints a large tree nor re-bundles an asset it already staged.
         asset_hash_type=AssetHashType.CUSTOM,
-        asset_hash=asset_hash(function, spec),
+        asset_hash=asset_hash(function, spec, code),
         bundling=BundlingOptions(
             image=DockerImage.from_registry(_NO_DOCKER_IMAGE),
-            local=LocalBundler(function, spec),
+            local=LocalBundler(function, spec, code),
         ),
     )
 
 
 # ------------------------------------------------------------------------------------------------- CLI
 
-
-def _deploy_target() -> Target:
-    """The target ``cdk.json``'s context describes (what ``npx cdk synth`` will bundle for)."""
-    context = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {})
-    return Target.of(StackConfig.from_context(context.get))
+#: What ``AgentTurn`` bundles for unless told otherwise (its defaults).
+DEPLOY_TARGET: Final = Target("3.12", "x86_64")
 
 
 def local_target() -> Target:
@@ -352,28 +465,29 @@ def local_target() -> Target:
     return Target(f"{sys.version_info.major}.{sys.version_info.minor}", architecture)
 
 
-def prefetch(targets: Iterable[Target]) -> list[Path]:
-    return [ensure_dependencies(DependencySpec.for_target(target)) for target in dict.fromkeys(targets)]
+def prefetch(targets: Iterable[Target], extra_requirements: Iterable[str] = ()) -> list[Path]:
+    extra = tuple(extra_requirements)
+    return [ensure_dependencies(DependencySpec.for_target(target, extra)) for target in dict.fromkeys(targets)]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.bundling", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m agentturn.cdk", description=(__doc__ or "").split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     fetch = commands.add_parser(
         "prefetch",
         help="install the Lambda dependencies into the cache (needs the network once)",
-        description="Fills the dependency cache for cdk.json's target and, for the bundling test, for "
-        "this interpreter's Python version on this machine's architecture.",
+        description="Fills the dependency cache for the default deploy target (Python 3.12, x86_64) and for "
+        "this interpreter's Python version on this machine's architecture (what the bundling tests import).",
     )
     fetch.add_argument("--python", action="append", help="also this Lambda Python version (repeatable)")
+    fetch.add_argument("--architecture", choices=("x86_64", "arm64"), default="x86_64", help="for --python")
+    fetch.add_argument("-r", "--requirements", help="the team's requirements file, bundled with agentturn's")
     arguments = parser.parse_args(argv)
-    deploy = _deploy_target()
-    extra = [Target(version, deploy.architecture) for version in arguments.python or []]
-    targets = [deploy, *extra, local_target()]
-    for target, path in zip(dict.fromkeys(targets), prefetch(targets), strict=True):
+    from agentturn.cdk.settings import read_requirements
+
+    extra = read_requirements(arguments.requirements)
+    targets = [DEPLOY_TARGET, *(Target(v, arguments.architecture) for v in arguments.python or []), local_target()]
+    unique = list(dict.fromkeys(targets))
+    for target, path in zip(unique, prefetch(unique, extra), strict=True):
         print(f"python {target.python_version} {target.architecture}: {path}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -26,6 +26,9 @@ Which function uses what:
   creates or deletes a turn.
 - **worker** claims and advances turns; it consumes the resume queue (through its event source mapping)
   and re-enqueues a turn it had to yield.
+- **retention** reads the turns table's stream (only TTL removals reach it) and deletes what the removed
+  turn left: its timeline entries, its objects under ``turns/`` and ``conversations/``, the conversation's
+  hold on it. It reads no snapshot of a live turn and writes nothing else.
 - **sweeper** reads only the sparse ``runnable`` index (its projection holds what it decides on) and
   enqueues; it cannot read snapshots, the timeline or the bucket. Only where the stack enables expiring
   overdue waits (``expireOverdueWaits``: ``Runner.expire_overdue``) does it also query the ``overdue``
@@ -70,6 +73,12 @@ CONSUME: Final = (
     "sqs:ReceiveMessage",
 )
 INVOKE_MODEL: Final = ("bedrock:InvokeModel",)
+#: The retention consumer (``agentturn.aws.retention``): finds a removed turn's timeline entries (Query on
+#: the table and the ``byMessageId`` index), deletes them (BatchWriteItem), releases the conversation's hold
+#: (UpdateItem), and reads and deletes the turn's objects (listed under its prefixes, deleted in batches).
+PURGE_TIMELINE: Final = ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem")
+PURGE_BLOBS: Final = ("s3:DeleteObject", "s3:GetObject")
+LIST_BLOBS: Final = ("s3:ListBucket",)
 #: Writing to the function's own log group (the group exists: the stack creates it).
 LOGS: Final = ("logs:CreateLogStream", "logs:PutLogEvents")
 
@@ -84,6 +93,8 @@ class FunctionAccess:
     send: bool = False
     consume: bool = False
     invoke_model: bool = False
+    #: Delete what a removed turn left (the retention consumer); the stream read is its event source's.
+    purge: bool = False
 
 
 ACCESS: Final = {
@@ -99,6 +110,7 @@ ACCESS: Final = {
         turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, consume=True, invoke_model=True
     ),
     "sweeper": FunctionAccess(turn_indexes=(tables.RUNNABLE_INDEX,), send=True),
+    "retention": FunctionAccess(purge=True),
 }
 
 #: The sweeper when it also expires overdue waits: load, save and project each turn it expires.

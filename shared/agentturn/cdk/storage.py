@@ -14,6 +14,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from agentturn.aws.tables import IndexDefinition, KeyAttribute, TableDefinition
+from agentturn.cdk.settings import TableProps
 
 _ATTRIBUTE_TYPES: Final = {
     "S": dynamodb.AttributeType.STRING,
@@ -36,13 +37,23 @@ def _non_key(index: IndexDefinition) -> list[str] | None:
     return list(index.non_key_attributes) if index.projection == "INCLUDE" else None
 
 
-def build_table(scope: Construct, definition: TableDefinition, *, retain: bool) -> dynamodb.Table:
+def build_table(
+    scope: Construct,
+    definition: TableDefinition,
+    *,
+    retain: bool,
+    props: TableProps | None = None,
+    stream: dynamodb.StreamViewType | None = None,
+) -> dynamodb.Table:
     """The table of ``definition``; its construct id is the definition's logical name.
 
     ``retain``: the table survives a stack deletion and has deletion protection (production); otherwise it
     is deleted with the stack (dev stacks). The CloudFormation-generated name is used (no fixed name), so
-    several stacks can live in one account; the Lambdas get it from their environment.
+    several stacks can live in one account; the Lambdas get it from their environment. ``props`` turns
+    point-in-time recovery off (the definition's default is on) or sets deletion protection explicitly.
     """
+    props = props or TableProps()
+    deletion_protection = retain if props.deletion_protection is None else props.deletion_protection
     table = dynamodb.Table(
         scope,
         definition.logical_name,
@@ -50,12 +61,13 @@ def build_table(scope: Construct, definition: TableDefinition, *, retain: bool) 
         sort_key=_attribute(definition.sort_key) if definition.sort_key is not None else None,
         billing_mode=_BILLING[definition.billing_mode],
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=definition.point_in_time_recovery
+            point_in_time_recovery_enabled=definition.point_in_time_recovery and props.point_in_time_recovery
         ),
         time_to_live_attribute=definition.ttl_attribute,
         # Encrypted at rest with the AWS-owned key (free, no KMS permissions for the functions to hold).
         encryption=dynamodb.TableEncryption.DEFAULT,
-        deletion_protection=retain,
+        deletion_protection=deletion_protection,
+        stream=stream,
         removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
     )
     for index in definition.global_indexes:
@@ -81,7 +93,7 @@ def build_table(scope: Construct, definition: TableDefinition, *, retain: bool) 
     return table
 
 
-def index_arns(table: dynamodb.Table, definition: TableDefinition, *names: str) -> list[str]:
+def index_arns(table: dynamodb.ITable, definition: TableDefinition, *names: str) -> list[str]:
     """ARNs of the named indexes (checked against the definition: a typo fails the synth, not a Query)."""
     known = {index.name for index in (*definition.global_indexes, *definition.local_indexes)}
     unknown = sorted(set(names) - known)

@@ -1,0 +1,319 @@
+"""Everything a deployment of :class:`~agentturn.cdk.AgentTurn` can tune, checked before anything is built.
+
+The construct's keyword arguments become one :class:`Settings` (plus the option groups below); every rule
+about what a value may be lives here, once, whether the value came from Python (a team's ``app.py``) or
+from CDK context (this repository's ``infra/config.py``). A wrong value is a :class:`ConfigError` at synth
+time, never a stack that deploys and then misbehaves.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal, get_args
+
+from agentturn.api.settings import DEFAULT_AGENTS
+
+if TYPE_CHECKING:
+    from aws_cdk import Duration
+    from aws_cdk import aws_ec2 as ec2
+
+#: CloudWatch Logs accepts only these retention periods (days).
+LOG_RETENTION_DAYS: Final = frozenset(
+    {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
+)
+#: The Lambda Python runtimes the bundler can target (wheels are chosen for the same version).
+PythonVersion = Literal["3.11", "3.12", "3.13"]
+PYTHON_VERSIONS: Final = get_args(PythonVersion)
+Architecture = Literal["x86_64", "arm64"]
+FunctionName = Literal["run", "submit", "worker", "sweeper", "retention"]
+FUNCTION_NAMES: Final[tuple[FunctionName, ...]] = get_args(FunctionName)
+#: An HTTP API integration times out after 30 s, whatever the Lambda's timeout: the run function must
+#: answer (200 or 202) before that.
+API_INTEGRATION_TIMEOUT_SECONDS: Final = 30
+#: SQS and Lambda's guidance: the visibility timeout is at least 6x the consumer's timeout, so a batch
+#: that is retried by the event source mapping is not redelivered while it is still being processed.
+VISIBILITY_TIMEOUT_FACTOR: Final = 6
+#: SQS's largest visibility timeout (12 h).
+MAX_VISIBILITY_TIMEOUT_SECONDS: Final = 43_200
+
+_MODULE_FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+#: A model or inference profile id ("anthropic.claude-...-v1:0", "us.amazon.nova-lite-v1:0") or an ARN.
+_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,2047}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d+)?$")
+
+
+class ConfigError(ValueError):
+    """A setting the system cannot be built with."""
+
+
+# ---------------------------------------------------------------------------------------------- options
+
+
+@dataclass(frozen=True)
+class CognitoAuth:
+    """A Cognito user pool made with the system (the default): accounts are created by an operator."""
+
+
+@dataclass(frozen=True)
+class OidcAuth:
+    """An existing OpenID Connect provider: API Gateway checks its tokens' ``iss`` and ``aud``/``client_id``."""
+
+    issuer: str
+    audience: tuple[str, ...]
+
+    def __init__(self, issuer: str, audience: str | Sequence[str]) -> None:
+        object.__setattr__(self, "issuer", issuer)
+        object.__setattr__(self, "audience", (audience,) if isinstance(audience, str) else tuple(audience))
+
+
+Auth = CognitoAuth | OidcAuth
+
+
+@dataclass(frozen=True)
+class FunctionProps:
+    """Overrides for one function (or, passed alone, for all four). ``None`` keeps agentturn's default."""
+
+    memory_size: int | None = None
+    timeout: Duration | None = None
+    #: Reserved concurrency: both a guaranteed share of the account's concurrency and a cap.
+    reserved_concurrent_executions: int | None = None
+    #: Added to the environment agentturn sets; a key agentturn sets itself cannot be overridden here.
+    environment: Mapping[str, str] = field(default_factory=dict)
+    vpc: ec2.IVpc | None = None
+    vpc_subnets: ec2.SubnetSelection | None = None
+    security_groups: Sequence[ec2.ISecurityGroup] = ()
+
+
+@dataclass(frozen=True)
+class ApiProps:
+    #: Steady-state requests per second and burst of the ``$default`` stage (every route).
+    throttle_rate: int = 50
+    throttle_burst: int = 100
+    #: Browser origins allowed by CORS (``()``: no CORS; ``("*",)``: any).
+    cors_allowed_origins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableProps:
+    """For a table the construct creates (not for an existing one)."""
+
+    point_in_time_recovery: bool = True
+    #: ``None``: on when the removal policy retains the table.
+    deletion_protection: bool | None = None
+
+
+@dataclass(frozen=True)
+class QueueProps:
+    """For the resume queue and its dead-letter queue, when the construct creates them."""
+
+    max_receive_count: int = 5
+    retention_days: int = 4
+    dead_letter_retention_days: int = 14
+
+
+@dataclass(frozen=True)
+class BucketProps:
+    """For the snapshot bucket, when the construct creates it."""
+
+    #: Expire spilled turn snapshots (``turns/`` prefix) after this many days; only safe if no turn waits
+    #: longer than that (default: never).
+    snapshot_object_expiration_days: int | None = None
+
+
+# --------------------------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    agents: str = DEFAULT_AGENTS
+    default_agent: str | None = None
+    #: Folders, packages or modules of the team's own code, bundled at the root of every function.
+    code: tuple[Path, ...] = ()
+    #: The team's third-party requirements, bundled with agentturn's own in one resolution.
+    requirements: tuple[str, ...] = ()
+    bedrock_model_id: str | None = None
+    bedrock_model_ids: tuple[str, ...] = ()
+    architecture: Architecture = "x86_64"
+    python_version: PythonVersion = "3.12"
+    retain: bool = True
+    auth: Auth = field(default_factory=CognitoAuth)
+    log_retention_days: int = 30
+    run_timeout_seconds: int = 29
+    submit_timeout_seconds: int = 15
+    sweeper_timeout_seconds: int = 60
+    retention_timeout_seconds: int = 300
+    worker_timeout_seconds: int = 300
+    worker_batch_size: int = 1
+    worker_batch_window_seconds: int = 0
+    worker_max_concurrency: int = 20
+    #: Reserved concurrency of the worker (``None``: none). By default as much as the queue may use, so a
+    #: burst of runs (or the account's other functions) cannot take the capacity resumes need.
+    worker_reserved_concurrency: int | None = 20
+    sweep_interval_minutes: int = 1
+    expire_overdue_waits: bool = True
+    terminal_ttl_days: int | None = None
+    alarm_email: str | None = None
+    tracing: bool = True
+    api: ApiProps = field(default_factory=ApiProps)
+    tables: TableProps = field(default_factory=TableProps)
+    queue: QueueProps = field(default_factory=QueueProps)
+    bucket: BucketProps = field(default_factory=BucketProps)
+
+    def __post_init__(self) -> None:
+        problems = [
+            *self._agent_problems(),
+            *self._runtime_problems(),
+            *self._timing_problems(),
+            *self._edge_problems(),
+        ]
+        if problems:
+            raise ConfigError("invalid agentturn settings: " + "; ".join(problems))
+
+    def _agent_problems(self) -> list[str]:
+        problems: list[str] = []
+        if not _MODULE_FUNCTION.match(self.agents):
+            problems.append(f"agents must be 'module:function', not {self.agents!r}")
+        problems += [f"code: {path} does not exist" for path in self.code if not path.exists()]
+        problems += [
+            f"bedrock_model_ids: {m!r} is not a model id" for m in self.bedrock_model_ids if not _MODEL_ID.match(m)
+        ]
+        if self.bedrock_model_id is not None and not _MODEL_ID.match(self.bedrock_model_id):
+            problems.append(f"bedrock_model_id: {self.bedrock_model_id!r} is not a model id")
+        return problems
+
+    def _runtime_problems(self) -> list[str]:
+        problems: list[str] = []
+        if self.architecture not in get_args(Architecture):
+            problems.append(f"architecture must be 'x86_64' or 'arm64', not {self.architecture!r}")
+        if self.python_version not in PYTHON_VERSIONS:
+            problems.append(f"python_version must be one of {PYTHON_VERSIONS}, not {self.python_version!r}")
+        if self.log_retention_days not in LOG_RETENTION_DAYS:
+            problems.append(
+                f"log_retention_days must be one of {sorted(LOG_RETENTION_DAYS)}, not {self.log_retention_days}"
+            )
+        return problems
+
+    def _timing_problems(self) -> list[str]:
+        problems: list[str] = []
+        if not 1 <= self.run_timeout_seconds < API_INTEGRATION_TIMEOUT_SECONDS:
+            problems.append(f"the run timeout must be below the API's {API_INTEGRATION_TIMEOUT_SECONDS} s")
+        if not 1 <= self.submit_timeout_seconds < API_INTEGRATION_TIMEOUT_SECONDS:
+            problems.append(f"the submit timeout must be below the API's {API_INTEGRATION_TIMEOUT_SECONDS} s")
+        if not 10 <= self.sweeper_timeout_seconds <= 900:
+            problems.append(f"the sweeper timeout must be within 10..900 s, not {self.sweeper_timeout_seconds}")
+        visibility = self.worker_timeout_seconds * VISIBILITY_TIMEOUT_FACTOR
+        if not 30 <= self.worker_timeout_seconds <= 900 or visibility > MAX_VISIBILITY_TIMEOUT_SECONDS:
+            problems.append(f"the worker timeout must be within 30..900 s, not {self.worker_timeout_seconds}")
+        if not 1 <= self.worker_batch_size <= 10:
+            # Above 10 SQS needs a batching window and the records of one invocation wait for each other.
+            problems.append(f"worker_batch_size must be within 1..10, not {self.worker_batch_size}")
+        if not 0 <= self.worker_batch_window_seconds <= 300:
+            problems.append(
+                f"worker_batch_window_seconds must be within 0..300, not {self.worker_batch_window_seconds}"
+            )
+        if not 2 <= self.worker_max_concurrency <= 1000:
+            problems.append(
+                f"worker_max_concurrency must be within 2..1000 (SQS's limits), not {self.worker_max_concurrency}"
+            )
+        reserved = self.worker_reserved_concurrency
+        if reserved is not None and reserved < self.worker_max_concurrency:
+            # The event source would run more workers than Lambda lets run: throttled records, retried late.
+            problems.append(
+                f"the worker's reserved concurrency ({reserved}) must be at least worker_max_concurrency "
+                f"({self.worker_max_concurrency})"
+            )
+        if not 10 <= self.retention_timeout_seconds <= 900:
+            problems.append(f"the retention timeout must be within 10..900 s, not {self.retention_timeout_seconds}")
+        if not 1 <= self.sweep_interval_minutes <= 60:
+            problems.append(f"sweep_interval_minutes must be within 1..60, not {self.sweep_interval_minutes}")
+        for name, days in (
+            ("terminal_ttl_days", self.terminal_ttl_days),
+            ("snapshot_object_expiration_days", self.bucket.snapshot_object_expiration_days),
+        ):
+            if days is not None and not 1 <= days <= 3650:
+                problems.append(f"{name} must be within 1..3650, not {days}")
+        if not 1 <= self.queue.max_receive_count <= 1000:
+            problems.append(f"max_receive_count must be within 1..1000, not {self.queue.max_receive_count}")
+        for name, days in (
+            ("retention_days", self.queue.retention_days),
+            ("dead_letter_retention_days", self.queue.dead_letter_retention_days),
+        ):
+            if not 1 <= days <= 14:  # SQS keeps a message at most 14 days
+                problems.append(f"queue {name} must be within 1..14, not {days}")
+        return problems
+
+    def _edge_problems(self) -> list[str]:
+        problems: list[str] = []
+        if isinstance(self.auth, OidcAuth):
+            if not self.auth.issuer.startswith("https://"):
+                # API Gateway fetches the issuer's JWKS over HTTPS; anything else is refused at deploy time.
+                problems.append(f"the OIDC issuer must be an https:// URL, not {self.auth.issuer!r}")
+            if not self.auth.audience or not all(self.auth.audience):
+                problems.append("the OIDC audience must name at least one client id")
+        elif not isinstance(self.auth, CognitoAuth):
+            problems.append(f"auth must be CognitoAuth() or OidcAuth(issuer, audience), not {self.auth!r}")
+        api = self.api
+        if not 1 <= api.throttle_rate <= 10_000 or not 1 <= api.throttle_burst <= 5_000:
+            problems.append("the API throttle rate must be within 1..10000 and its burst within 1..5000")
+        problems += [
+            f"cors_allowed_origins: {o!r} is not an origin"
+            for o in api.cors_allowed_origins
+            if o != "*" and not _ORIGIN.match(o)
+        ]
+        if self.alarm_email is not None and not _EMAIL.match(self.alarm_email):
+            problems.append(f"alarm_email {self.alarm_email!r} is not an e-mail address")
+        return problems
+
+    @property
+    def queue_visibility_timeout_seconds(self) -> int:
+        return self.worker_timeout_seconds * VISIBILITY_TIMEOUT_FACTOR
+
+    @property
+    def invokable_models(self) -> tuple[str, ...]:
+        """Every Bedrock model the functions may invoke: the agents' model first, then the extra ones."""
+        first = (self.bedrock_model_id,) if self.bedrock_model_id is not None else ()
+        return tuple(dict.fromkeys((*first, *self.bedrock_model_ids)))
+
+    @property
+    def uses_cognito(self) -> bool:
+        return isinstance(self.auth, CognitoAuth)
+
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return frozenset(f.name for f in fields(cls))
+
+
+def read_requirements(
+    requirements: str | os.PathLike[str] | Sequence[str] | None, *, base: Path | None = None
+) -> tuple[str, ...]:
+    """The requirement lines of ``requirements``: a file (``requirements.txt``) or a list of specifiers.
+
+    Comments and blank lines are dropped. pip options (``-r``, ``--index-url``, ``-e``) are refused: the
+    bundle installs wheels for the Lambda's platform from the same index as agentturn's own dependencies,
+    and an option would silently change what the cache key describes.
+    """
+    if requirements is None:
+        return ()
+    if isinstance(requirements, str | os.PathLike):
+        path = Path(requirements)
+        if base is not None and not path.is_absolute():
+            path = base / path
+        if not path.is_file():
+            raise ConfigError(f"requirements: {path} is not a file")
+        lines = path.read_text().splitlines()
+    else:
+        lines = list(requirements)
+    result: list[str] = []
+    for raw in lines:
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("-"):
+            raise ConfigError(f"requirements: pip options are not supported in a bundled requirement: {line!r}")
+        result.append(line)
+    return tuple(result)

@@ -1,0 +1,486 @@
+"""Faults inside the AWS SDK, at random calls, over the whole system: nothing lost, unreadable, doubled or stuck.
+
+Per seed, one flow of the seed's scenarios runs through the real entry points — the HTTP API (run and submit
+routes), the SQS worker (``SqsWorker.handle`` on real messages of a moto queue) and the sweeper (``sweep``) —
+with the DynamoDB adapters on DynamoDB Local and S3 + SQS on moto's server. A seeded plan
+(tests/support/sdk_faults.py) fails random DynamoDB, S3 and SQS calls of the system inside botocore: before
+sending, after the service applied the request (response lost, botocore retries), throttled — once (the
+SDK's retry absorbs it) or on every attempt (the caller gets the error). Recovery is driven the way
+production does: the client retries a 5xx with the same Idempotency-Key (and looks for its turn before
+starting another), SQS redelivers what the worker failed, the sweeper ticks when nothing is in flight.
+
+Flows: the tool-requested form (support ticket), the model-requested form (meeting room), cancel, decline,
+approval (refund) and expiry (a wait nobody answers). For every seed:
+
+* 0 lost: every answer the client got a 2xx for is applied; the turn ends as a fault-free run ends;
+* 0 unreadable: every turn loads, GET /turns/{id} and GET .../messages answer 200, the timeline converges;
+* 0 doubled: each tool side effect is done once (counted by ``ToolContext.idempotency_key``);
+* 0 stuck: every turn ends terminal, or waiting with its card in the timeline for a person to answer.
+
+Seeds: ``AGENTTURN_FAULT_SEEDS`` (default 40, about a minute; 1000 for the long mode, seeds beyond the
+default marked ``slow``); one seed: ``AGENTTURN_FAULT_SEED=17``. Figures are printed at the end of the run.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import boto3
+import pytest
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agentturn import Agent, ExecutionPolicy, TurnStatus
+from agentturn.api.ownership import conversation_key
+from agentturn.api.sweeper import sweep
+from agentturn.api.telemetry import NullTelemetry
+from agentturn.api.worker import SqsWorker
+from agentturn.aws.chat_memory import DynamoDBChatMemory
+from agentturn.aws.resume_queue import SqsResumeQueue
+from agentturn.aws.turn_store import DynamoDBTurnStore
+from agentturn.demo import TicketLedger, demo_agents
+from agentturn.messages import ApprovalMessage, FormMessage, ToolMessage
+from agentturn.projection import project
+from agentturn.state import Turn
+from tests.contract.aws_adapters import CLIENT_CONFIG, AwsSession, aws_session, unique
+from tests.functional.harness import FakeLambdaContext, HttpResponse, http_event, load_event
+from tests.reliability.figures import FIGURES, record
+from tests.reliability.kit import VALID_TICKET, Stack
+from tests.support.clock import FakeClock
+from tests.support.emulators import Emulator, boto3_session_kwargs
+from tests.support.sdk_faults import FAULT_KINDS, SdkFaultInjector, SeededPlan, no_backoff
+
+pytestmark = pytest.mark.integration
+
+DEFAULT_SEEDS: Final = 40
+SEEDS: Final = int(os.environ.get("AGENTTURN_FAULT_SEEDS", str(DEFAULT_SEEDS)))
+ONLY: Final = os.environ.get("AGENTTURN_FAULT_SEED")
+#: Client attempts per request (one answer, six tries: a plan fails at most three calls).
+CLIENT_TRIES: Final = 6
+ROUNDS: Final = 40
+#: A wait in the expiry flow lasts this long; a sweeper tick advances the clock past lease and idle time.
+INPUT_TIMEOUT: Final = 300.0
+GROUP: Final = "sdk fault seeds"
+
+Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry"]
+FLOWS: Final[tuple[Flow, ...]] = ("form_tool", "form_model", "cancel", "decline", "approval", "expiry")
+MEETING: Final = {"topic": "Incident review", "date": "2026-12-02", "startTime": "10:30", "attendees": 6}
+_INPUTS: Final[dict[Flow, tuple[str, str]]] = {
+    "form_tool": ("support-agent", "create a high priority login incident ticket"),
+    "form_model": ("meeting-agent", "book a meeting room"),
+    "cancel": ("support-agent", "create a high priority login incident ticket"),
+    "decline": ("support-agent", "create a high priority login incident ticket"),
+    "approval": ("refund-agent", "refund order O-1001"),
+    "expiry": ("support-timeout", "create a high priority login incident ticket"),
+}
+SUB: Final = "8f5e1c2a-7d3b-4a6e-9c1f-2b7d4e6a8c10"
+
+
+def _seed_params() -> list[Any]:
+    if ONLY is not None:
+        return [pytest.param(int(ONLY), id=f"seed_{int(ONLY)}")]
+    return [
+        pytest.param(seed, id=f"seed_{seed}", marks=[pytest.mark.slow] if seed >= DEFAULT_SEEDS else [])
+        for seed in range(SEEDS)
+    ]
+
+
+def _agents(ledger: TicketLedger) -> list[Agent]:
+    agents = demo_agents(ledger)
+    support = next(a for a in agents if a.id == "support-agent")
+    # The support agent once more, with a wait that expires (what the expiry flow starts).
+    timing_out = Agent(
+        "support-timeout",
+        support.instructions,
+        support.chat_model,
+        tools=list(support.tools.values()),
+        policy=ExecutionPolicy(input_timeout=INPUT_TIMEOUT),
+    )
+    return [*agents, timing_out]
+
+
+@dataclass
+class Emulators:
+    """What every seed shares: the emulators, one boto3 session (clients are cheap from it), the session's
+    conversations table and bucket (each seed uses its own conversation, turns table and queue)."""
+
+    aws: AwsSession
+    dynamodb_url: str
+    moto_url: str
+    boto: boto3.Session = field(default_factory=lambda: boto3.Session(**boto3_session_kwargs()))
+
+    def client(self, service: Literal["dynamodb", "s3", "sqs"]) -> Any:
+        url = self.dynamodb_url if service == "dynamodb" else self.moto_url
+        return self.boto.client(service, endpoint_url=url, config=CLIENT_CONFIG)  # type: ignore[call-overload]
+
+
+@dataclass
+class Outcome:
+    """What a fault-free run of a flow ends with (the reference every seed is compared to)."""
+
+    status: TurnStatus
+    history: list[tuple[str, str]]
+    side_effects: int
+    cards: list[str]
+    sweeps: int
+
+
+class World:
+    """One seed: a fresh turns table and queue, the system's clients with the seed's faults in them."""
+
+    def __init__(self, emulators: Emulators, seed: int, flow: Flow, *, faults: bool = True) -> None:
+        self.seed, self.flow = seed, flow
+        self.clock = FakeClock()
+        aws = emulators.aws
+        self.table = aws.fresh_turns_table()
+        self.plan = SeededPlan(seed, rate=0.12 if faults else 0.0, max_faults=3)
+        self.injector = SdkFaultInjector(self.plan)
+        # The system's clients (faulty) and the checker's (the session's own, never faulty).
+        dynamodb, s3, sqs = (self.injector.attach(emulators.client(s)) for s in ("dynamodb", "s3", "sqs"))
+        self.sqs = aws_sqs = emulators.client("sqs")
+        self.queue_url = aws_sqs.create_queue(QueueName=unique("faults"))["QueueUrl"]
+        self.queue_arn = aws_sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        # Small inline limits: bodies of turns and cards go to S3 as well, so S3 calls are in the plan.
+        spill = {"client": dynamodb, "s3_client": s3, "bucket": aws.bucket}
+        store = DynamoDBTurnStore(self.table, clock=self.clock, inline_limit=2048, **spill)
+        memory = DynamoDBChatMemory(aws.names.conversations_table, inline_limit=512, **spill)
+        self.checker = DynamoDBTurnStore(
+            self.table, client=aws.dynamodb, s3_client=aws.s3, bucket=aws.bucket, clock=self.clock
+        )
+        self.timeline = DynamoDBChatMemory(
+            aws.names.conversations_table, client=aws.dynamodb, s3_client=aws.s3, bucket=aws.bucket
+        )
+        self.ledger = TicketLedger()
+        self.stack = Stack(
+            store,
+            memory,
+            self.clock,
+            ledger=self.ledger,
+            ports=(store, memory, SqsResumeQueue(self.queue_url, sqs)),
+            agents=_agents(self.ledger),
+        )
+        self.conversation = f"faults-{seed}-{uuid.uuid4().hex[:8]}"
+        self.accepted: list[str] = []
+        self.client_errors = 0
+        self.deliveries = self.redeliveries = self.sweeps = self.failed_sweeps = 0
+        self.recovery_ticks: Counter[str] = Counter()
+        self.acted = False
+
+    # ------------------------------------------------------------------ the client
+
+    def _send(self, route: Literal["run", "submit"], event: dict[str, Any]) -> HttpResponse:
+        handler = self.stack.run if route == "run" else self.stack.submit
+        return handler(event)
+
+    def _retrying(self, route: Literal["run", "submit"], event: dict[str, Any]) -> HttpResponse | None:
+        """A client retrying 5xx (same request, same Idempotency-Key); the last answer, or None if all failed."""
+        for _ in range(CLIENT_TRIES):
+            answer = self._send(route, event)
+            if answer.status < 500:
+                return answer
+            self.client_errors += 1
+        return None
+
+    def start(self) -> None:
+        agent_id, text = _INPUTS[self.flow]
+        event = http_event(
+            "http_start_turn.json",
+            path=f"/conversations/{self.conversation}/turns",
+            body={"input": text, "agentId": agent_id},
+            sub=SUB,
+        )
+        listing = http_event("http_list_messages.json", path=f"/conversations/{self.conversation}/messages", sub=SUB)
+        for _ in range(CLIENT_TRIES):
+            answer = self._send("run", event)
+            if answer.status < 500:
+                assert answer.status == 200, f"{self.where}: start answered {answer.status}: {answer.body}"
+                return
+            self.client_errors += 1
+            # Starting takes no Idempotency-Key: a careful client looks for its turn before starting another.
+            listed = self._retrying("run", listing)
+            if listed is not None and listed.status == 200 and listed.json.get("activeTurnId"):
+                return
+        raise AssertionError(f"{self.where}: the start never answered")
+
+    def act(self, turn: Turn) -> None:
+        """The person's part of the flow, once the turn waits for it."""
+        if self.flow == "expiry":
+            self.acted = True  # nobody answers: the wait runs out while the sweeper ticks
+            return
+        suspension = turn.suspension
+        assert suspension is not None
+        action = suspension.correlation_id
+        key = f"client-{turn.id}-{action}-{self.flow}"
+        headers = {"idempotency-key": key}
+        base = f"/turns/{turn.id}"
+        if self.flow == "cancel":
+            event = http_event("http_cancel.json", path=f"{base}/cancel", sub=SUB, headers=headers)
+        elif self.flow == "decline":
+            event = http_event(
+                "http_decline.json",
+                path=f"{base}/actions/{action}/decline",
+                body={"reason": "not now"},
+                sub=SUB,
+                headers=headers,
+            )
+        elif self.flow == "approval":
+            event = http_event("http_approve.json", path=f"{base}/actions/{action}/approve", sub=SUB, headers=headers)
+        else:
+            data = VALID_TICKET if self.flow == "form_tool" else MEETING
+            event = Stack.submit_event(turn.id, action, {"data": data}, key, sub=SUB)
+        answer = self._retrying("submit", event)
+        assert answer is not None, f"{self.where}: the {self.flow} answer got only 5xx"
+        assert answer.status == 202, f"{self.where}: {self.flow} answered {answer.status}: {answer.body}"
+        self.accepted.append(key)
+        self.acted = True
+
+    # ------------------------------------------------------------------ the platform
+
+    @property
+    def where(self) -> str:
+        return (
+            f"seed {self.seed} ({self.flow}, faults {self.injector.log}); reproduce: AGENTTURN_FAULT_SEED={self.seed}"
+        )
+
+    def turns(self) -> list[Turn]:
+        pages = self.checker.client.get_paginator("scan").paginate(
+            TableName=self.table, ProjectionExpression="turnId", ConsistentRead=True
+        )
+        return [self.checker.load(item["turnId"]["S"]) for page in pages for item in page["Items"]]
+
+    def _receive(self) -> list[dict[str, Any]]:
+        response = self.sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"], VisibilityTimeout=30
+        )
+        return list(response.get("Messages", []))
+
+    def _sqs_event(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        template = load_event("sqs_resume.json")["Records"][0]
+        records = []
+        for message in messages:
+            entry = copy.deepcopy(template)
+            entry.update(
+                messageId=message["MessageId"],
+                receiptHandle=message["ReceiptHandle"],
+                body=message["Body"],
+                md5OfBody=message["MD5OfBody"],
+                eventSourceARN=self.queue_arn,
+            )
+            entry["attributes"] = {k: str(v) for k, v in message.get("Attributes", {}).items()}
+            records.append(entry)
+        return {"Records": records}
+
+    def deliver(self, messages: list[dict[str, Any]]) -> None:
+        """The event source mapping: invoke the worker, delete what succeeded, let failures come back."""
+        self.deliveries += len(messages)
+        result = SqsWorker(self.stack.services, NullTelemetry()).handle(self._sqs_event(messages), FakeLambdaContext())
+        failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
+        for message in messages:
+            if message["MessageId"] in failed:
+                self.redeliveries += 1
+                # Its visibility timeout lapses: SQS delivers it again.
+                self.sqs.change_message_visibility(
+                    QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+            else:
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+    def tick(self, turns: list[Turn]) -> None:
+        """Nothing in flight: time passes (leases and idle time run out), the scheduled sweeper runs."""
+        settings = self.stack.services.settings
+        self.clock.advance(settings.lease_seconds + settings.sweep_idle_seconds + 2)
+        for turn in turns:
+            if turn.status.is_runnable:
+                self.recovery_ticks[turn.id] += 1
+        self.sweeps += 1
+        try:
+            sweep(self.stack.services, NullTelemetry())
+        except (ClientError, BotoCoreError):
+            self.failed_sweeps += 1  # the sweeper Lambda failed this tick; the next one runs again
+
+    def run(self) -> None:
+        self.start()
+        for _ in range(ROUNDS):
+            turns = self.turns()
+            messages = self._receive()
+            if messages:
+                self.deliver(messages)
+                continue
+            waiting = [t for t in turns if t.status.is_blocked and not t.cancel_requested]
+            if waiting and not self.acted:
+                self.act(waiting[0])
+                continue
+            if turns and all(t.status.is_terminal for t in turns):
+                return
+            known_cancel_finding = self.flow == "cancel" and self.acted and not any(t.status.is_runnable for t in turns)
+            if known_cancel_finding and all(t.status.is_terminal or t.cancel_requested for t in turns):
+                return  # issue 14, item 3: see _stuck_cancel
+            self.tick(turns)
+        raise AssertionError(
+            f"{self.where}: stuck: not done after {ROUNDS} rounds: {[(t.id, t.status) for t in turns]}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------- checks
+
+
+def _history(turn: Turn) -> list[tuple[str, str]]:
+    """What happened in the turn, without ids and references that differ between runs."""
+    return [
+        (m.type, getattr(m, "tool_name", "") or ",".join(c.name for c in getattr(m, "tool_calls", [])))
+        for m in turn.messages
+    ]
+
+
+def _reference(emulators: Emulators, flow: Flow, cache: dict[Flow, Outcome]) -> Outcome:
+    if flow not in cache:
+        world = World(emulators, -1, flow, faults=False)
+        world.run()
+        (turn,) = world.turns()
+        assert turn.status.is_terminal, f"the fault-free {flow} flow ended {turn.status}"
+        cache[flow] = Outcome(
+            status=turn.status,
+            history=_history(turn),
+            side_effects=len(world.ledger.entries),
+            cards=[c.status.value for c in turn.cards],
+            sweeps=world.sweeps,
+        )
+    return cache[flow]
+
+
+def _divergence(turn: Turn, memory: Any) -> str | None:
+    entries = [m for m in memory.get_messages() if m.turn_id == turn.id]
+    ids = [m.message_id for m in entries]
+    if len(ids) != len(set(ids)):
+        return f"an entry is stored twice: {ids}"
+    model_visible = [m for m in memory.get_model_messages() if m.turn_id == turn.id]
+    if [m.model_dump(mode="json") for m in model_visible] != [m.model_dump(mode="json") for m in turn.messages]:
+        return f"model messages {[m.message_id for m in model_visible]} != {[m.message_id for m in turn.messages]}"
+    cards = {m.message_id: (m.status, m.version) for m in entries if isinstance(m, FormMessage | ApprovalMessage)}
+    if cards != {c.message_id: (c.status, c.version) for c in turn.cards}:
+        return f"cards {cards} != {[(c.message_id, c.status, c.version) for c in turn.cards]}"
+    return None
+
+
+def _stuck_cancel(world: World, turn: Turn) -> bool:
+    """The known cancel finding: the flag is set but the cancel's save failed, and a retried cancel answers
+    202 without writing (issue 14, item 3, fixed on the runtime branch). Counted apart, never hidden."""
+    return world.flow == "cancel" and turn.cancel_requested and not turn.status.is_terminal
+
+
+def _check(world: World, reference: Outcome) -> dict[str, int]:
+    """Every promise for one seed (an assertion names the seed); the seed's figures."""
+    world.injector.enabled = False
+    where = world.where
+    turns = world.turns()
+    # 0 unreadable: every turn loads (above) and answers over HTTP; the timeline answers and converges.
+    for turn in turns:
+        got = world.stack.run(http_event("http_get_turn.json", path=f"/turns/{turn.id}", sub=SUB))
+        assert got.status == 200, f"{where}: GET /turns/{turn.id} answered {got.status}: {got.body}"
+    listed = world.stack.run(
+        http_event("http_list_messages.json", path=f"/conversations/{world.conversation}/messages", sub=SUB)
+    )
+    assert listed.status == 200, f"{where}: the timeline answered {listed.status}: {listed.body}"
+    main = [t for t in turns if len(t.messages) > 1]
+    assert len(main) == 1, f"{where}: expected one turn that ran, got {[(t.id, t.status) for t in turns]}"
+    (turn,) = main
+    for orphan in turns:
+        if orphan is not turn:
+            # A start that failed before it took the conversation: it never runs, and ends FAILED.
+            assert orphan.status is TurnStatus.FAILED, f"{where}: orphan {orphan.id} is {orphan.status}"
+    stuck_cancel = _stuck_cancel(world, turn)
+    if not stuck_cancel:
+        # 0 stuck and 0 lost: the turn ended as the fault-free run did, with every accepted answer applied.
+        assert turn.status is reference.status, f"{where}: ended {turn.status} ({turn.error}), not {reference.status}"
+        assert _history(turn) == reference.history, f"{where}: {_history(turn)} != {reference.history}"
+        assert [c.status.value for c in turn.cards] == reference.cards, f"{where}: cards {turn.cards}"
+        for key in world.accepted:
+            assert key in turn.accepted_requests or world.flow == "cancel", f"{where}: accepted {key!r} is lost"
+    # 0 doubled: each side effect once (the ledger is keyed by the tool's idempotency key).
+    calls = [m.tool_call_id for m in turn.messages if isinstance(m, ToolMessage)]
+    assert len(calls) == len(set(calls)), f"{where}: a tool result was applied twice: {calls}"
+    assert len(world.ledger.entries) == (0 if stuck_cancel else reference.side_effects), (
+        f"{where}: side effects {world.ledger.entries}"
+    )
+    memory = world.timeline(conversation_key(SUB, world.conversation))
+    converged = _divergence(turn, memory) is None
+    # The snapshot is the truth: re-projecting it (what the next turn of the conversation does) repairs the rest.
+    project(world.checker.load(turn.id), memory)
+    problem = _divergence(turn, memory)
+    assert problem is None, f"{where}: the timeline does not converge to the snapshot: {problem}"
+    if turn.status.is_blocked:
+        # A person can move it on: the card they answer is in the timeline.
+        pending = [m.message_id for m in memory.get_messages() if getattr(m, "status", None) == "PENDING"]
+        assert pending, f"{where}: a waiting turn without a pending card"
+    return {
+        "faults": len(world.injector.log),
+        "client_5xx": world.client_errors,
+        "redeliveries": world.redeliveries,
+        "sweeps": world.sweeps,
+        "failed_sweeps": world.failed_sweeps,
+        "orphan_starts": len(turns) - 1,
+        "timeline_repaired_by_reprojection": 0 if converged else 1,
+        "stuck_cancel_item3": 1 if stuck_cancel else 0,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- tests
+
+
+@pytest.fixture(scope="module")
+def emulators(dynamodb_local: Emulator, moto_server: Emulator) -> Iterator[Emulators]:
+    # The injected faults are logged (as they must be) by the code under test; thousands of tracebacks help no one.
+    loggers = [logging.getLogger(name) for name in ("agentturn", "aws_lambda_powertools")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        with no_backoff():
+            yield Emulators(
+                aws_session(dynamodb_local, moto_server), dynamodb_local.endpoint_url, moto_server.endpoint_url
+            )
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+_REFERENCES: dict[Flow, Outcome] = {}
+
+
+@pytest.mark.parametrize("seed", _seed_params())
+def test_sdk_faults_lose_double_and_strand_nothing(emulators: Emulators, seed: int) -> None:
+    # GIVEN one flow (by seed) on DynamoDB Local + moto, random SDK calls of the system failing inside botocore
+    flow = FLOWS[seed % len(FLOWS)]
+    reference = _reference(emulators, flow, _REFERENCES)
+    world = World(emulators, seed, flow)
+    # WHEN a client drives it, retrying 5xx, while SQS redelivers failures and the sweeper ticks when idle
+    world.run()
+    # THEN nothing is lost, unreadable, doubled or stuck (the known cancel finding counted apart)
+    figures = _check(world, reference)
+    record(GROUP, seeds=1, lost=0, unreadable=0, doubled=0, **figures)
+    record(GROUP, **{f"flow_{flow}": 1})
+    worst = max(world.recovery_ticks.values(), default=0)
+    previous = FIGURES.get((GROUP, "worst_recovery_sweeper_ticks"), 0)
+    FIGURES[(GROUP, "worst_recovery_sweeper_ticks")] = max(worst, int(previous))
+    for name, count in world.injector.fired.items():
+        record("sdk faults by kind", **{name.rsplit(":", 1)[1]: count})
+        record("sdk faults by call", **{name: count})
+    if figures["stuck_cancel_item3"]:
+        pytest.xfail("known: a cancel whose save failed after the flag was set stays WAITING (issue 14 item 3)")
+
+
+def test_every_kind_of_fault_was_injected() -> None:
+    # GIVEN the seeds of this session WHEN they have all run THEN each kind of fault fired at least once
+    ran = FIGURES.get((GROUP, "seeds"), 0)
+    if ONLY is not None or not isinstance(ran, int) or ran < DEFAULT_SEEDS:
+        pytest.skip("needs the full seed range in this session")
+    fired = {name for (group, name) in FIGURES if group == "sdk faults by kind"}
+    assert fired == set(FAULT_KINDS), f"never fired: {set(FAULT_KINDS) - fired}"
