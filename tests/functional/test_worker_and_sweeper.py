@@ -380,3 +380,26 @@ def test_a_transient_aws_error_fails_only_its_record(deployment: Deployment, mon
     assert result == {"batchItemFailures": [{"itemIdentifier": failing[0]}]}
     assert _get(deployment, support["turnId"]) == before
     assert _get(deployment, meeting["turnId"])["status"] == "COMPLETED"
+
+
+def test_a_turn_started_while_the_model_is_throttled_is_handed_to_the_worker_with_a_delay(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a deployment whose model provider is throttling
+    monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:throttled_model_agents")
+    deployment.run_app.api.use(None)
+
+    # WHEN a turn is started
+    response = deployment.run(
+        http_event("http_start_turn.json", path="/conversations/c1/turns", body={"input": "hello"})
+    )
+
+    # THEN the answer is 202 (not a failure): the turn is RUNNING with a first failed attempt, and its
+    # message waits in the queue for the backoff (not delivered at once)
+    assert response.status == 202, response.body
+    started = response.json
+    assert started["status"] == "RUNNING"
+    assert (started["retry"]["attempts"], started["retry"]["reason"]) == (1, "model_error")
+    assert started["error"] is None
+    assert deployment.receive() == []
+    assert _delayed(deployment) == 1
