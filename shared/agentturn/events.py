@@ -33,6 +33,11 @@ class EventType(StrEnum):
     TOOL_REJECTED = "TOOL_REJECTED"
     INPUT_SUBMITTED = "INPUT_SUBMITTED"
     PROJECTION_FAILED = "PROJECTION_FAILED"
+    #: a model call failed; data: kind, retryable, attempt, maxAttempts, error
+    MODEL_FAILED = "MODEL_FAILED"
+    #: a run failed for a reason that may pass and the turn will be tried again; data: reason, attempt,
+    #: maxAttempts, delaySeconds, error
+    RETRY_SCHEDULED = "RETRY_SCHEDULED"
 
 
 def _freeze(value: Any) -> Any:

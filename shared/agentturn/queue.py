@@ -21,17 +21,22 @@ class ResumeMessage(WireModel):
 
 @runtime_checkable
 class ResumeQueue(Protocol):
-    def enqueue(self, turn_id: str, version: int, *, projected: bool = False) -> None: ...
+    def enqueue(self, turn_id: str, version: int, *, projected: bool = False, delay_seconds: int = 0) -> None:
+        """Hand the turn to a worker; with ``delay_seconds``, not before that (a backoff, best effort)."""
+        ...
 
 
 class InMemoryResumeQueue:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._messages: deque[ResumeMessage] = deque()
+        #: The delay asked for each message sent, in order (this queue delivers at once: drain decides).
+        self.delays: list[int] = []
 
-    def enqueue(self, turn_id: str, version: int, *, projected: bool = False) -> None:
+    def enqueue(self, turn_id: str, version: int, *, projected: bool = False, delay_seconds: int = 0) -> None:
         with self._lock:
             self._messages.append(ResumeMessage(turn_id=turn_id, version=version, projected=projected))
+            self.delays.append(delay_seconds)
 
     def drain(self) -> list[ResumeMessage]:
         with self._lock:

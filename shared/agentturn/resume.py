@@ -191,6 +191,9 @@ def apply_resume(turn: Turn, command: ResumeCommand, now: float) -> Turn:
         raise InvalidResumeError(
             f"turn {turn.id!r} is {turn.status.value}, not waiting for a person", reason="not_waiting"
         )
+    if turn.cancel_requested:
+        # Its cancel has not finished yet (the sweeper or a retried cancel finishes it): as good as ended.
+        raise InvalidResumeError(f"turn {turn.id!r} is being cancelled", reason="turn_terminal")
     if suspension.is_expired(now):
         raise InvalidResumeError(
             f"the wait of turn {turn.id!r} for action {suspension.correlation_id!r} expired", reason="input_expired"

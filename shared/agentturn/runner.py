@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pydantic_core import to_jsonable_python
 
-from agentturn._clock import Clock, iso
+from agentturn._clock import Clock, Waiter, iso, real_wait
 from agentturn.agent import Agent, ApprovalVerdict, ExecutionPolicy, ToolApprovalDecision
 from agentturn.chat import ChatRequest
 from agentturn.commands import ResumeCommand
@@ -21,6 +23,7 @@ from agentturn.errors import (
     IdempotencyConflictError,
     InvalidResumeError,
     LeaseLostError,
+    ModelError,
     ToolProtocolError,
     TurnNotFoundError,
     UnknownAgentError,
@@ -28,6 +31,7 @@ from agentturn.errors import (
 )
 from agentturn.events import Event, EventType, Listener, dispatch
 from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired
+from agentturn.heartbeat import Heartbeat
 from agentturn.memory import ChatMemory, ChatMemoryProvider
 from agentturn.messages import (
     AiMessage,
@@ -43,9 +47,11 @@ from agentturn.messages import (
 )
 from agentturn.projection import card_sort_key, is_projected, mark_projected, project, stamp
 from agentturn.resume import apply_resume, cancel_cards, expire_wait
+from agentturn.retry import RetryPolicy
 from agentturn.state import (
     MAX_ACCEPTED_REQUESTS,
     AcceptedRequest,
+    RetryState,
     Suspension,
     SuspensionType,
     Turn,
@@ -82,6 +88,8 @@ class _Run:
     agent: Agent | None
     lease: Lease | None
     should_yield: YieldProbe | None = None
+    #: renews the lease during steps; one per run, ended with it
+    heartbeat: Heartbeat | None = None
 
 
 class Runner:
@@ -95,6 +103,8 @@ class Runner:
         clock: Clock = time.time,
         worker_id: str | None = None,
         lease_seconds: float = 60.0,
+        retry: RetryPolicy | None = None,
+        wait: Waiter = real_wait,
     ) -> None:
         self.store: TurnStore = store if store is not None else InMemoryTurnStore(clock=clock)
         self.chat_memory = chat_memory
@@ -102,6 +112,9 @@ class Runner:
         self.clock = clock
         self.worker_id = worker_id or f"runner-{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
+        self.retry = retry if retry is not None else RetryPolicy()
+        #: How the lease heartbeat waits between beats (in the clock's time: tests pass their fake clock's).
+        self.wait = wait
         self._agents: dict[tuple[str, str], Agent] = {}
         self._sequences: dict[str, int] = {}
         self._sequence_lock = threading.Lock()
@@ -200,12 +213,16 @@ class Runner:
             turn = turn or lease.turn
         try:
             current = turn if turn is not None and turn.id == turn_id else self.store.load(turn_id)
-            if not current.status.is_runnable:
+            if not current.status.is_runnable or not current.is_due(self.clock()):
                 self.store.release(lease)
                 return current
-            agent = self.agent_for(current)
             if projected_version is not None and projected_version == current.version:
                 mark_projected(current)
+            agent = self.agent_for(current)
+        except UnknownAgentError as exc:
+            # Not deployed here (yet, during a rollout; or any more): try again later, a bounded number of
+            # times, then end the turn FAILED so that its conversation is free again.
+            return self._retry_later_now(_Run(turn=current, agent=None, lease=lease), "agent_unavailable", exc)
         except Exception:
             self.store.release(lease)
             raise
@@ -215,6 +232,29 @@ class Runner:
             self._finish(run, TurnStatus.FAILED, "conversation_busy", message)
             return run.turn
         return self._drive(run)
+
+    def record_failure(self, turn_id: str, error: BaseException) -> Turn:
+        """Count a run of ``turn_id`` that raised ``error`` unexpectedly (a worker calls this for what it cannot
+        classify as transient): the turn is tried again after a backoff, and after the last attempt it ends
+        FAILED with error ``cannot_run``. A turn someone else holds, or that is not runnable, is returned as
+        stored."""
+        lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
+        if lease is None:
+            return self.store.load(turn_id)
+        turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
+        return self._retry_later_now(_Run(turn=turn, agent=None, lease=lease), "cannot_run", error)
+
+    def _retry_later_now(self, run: _Run, reason: str, error: BaseException) -> Turn:
+        """:meth:`_retry_later` outside the loop: under the run's lease, released after."""
+        try:
+            self._retry_later(run, reason, f"{type(error).__name__}: {error}")
+        except (_LeaseGone, VersionConflictError):
+            return self.store.load(run.turn.id)
+        finally:
+            if run.lease is not None:
+                self.store.release(run.lease)
+                run.lease = None
+        return run.turn
 
     def submit_resume(self, turn_id: str, command: ResumeCommand) -> Turn:
         """Validate and apply ``command``, save the turn as runnable RUNNING; run nothing (a worker will).
@@ -263,17 +303,30 @@ class Runner:
         return saved
 
     def cancel(self, turn_id: str) -> Turn:
-        """Request cancellation; a turn not running elsewhere ends CANCELLED now, a running one at its next step."""
-        self.store.request_cancel(turn_id)
+        """Cancel a turn: one not running elsewhere ends CANCELLED now, a running one at its next step.
+
+        Safe to call again after any failure: each call finishes what an earlier one started. A blocked turn
+        ends in one write that carries the flag and the status together (a failed write changed nothing); a
+        runnable one gets the flag first (its worker stops on it), then is finished here if nobody holds it.
+        """
         for _ in range(_CONFLICT_RETRIES):
             turn = self.store.load(turn_id)
             if turn.status.is_terminal:
                 return turn
             lease: Lease | None = None
             if turn.status.is_runnable:
+                if not turn.cancel_requested:
+                    self.store.request_cancel(turn_id)
                 lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
                 if lease is None:
-                    return turn
+                    # A worker holds it and stops at its next step, unless it blocked the turn meanwhile:
+                    # then the turn is ours to finish (next round).
+                    current = self.store.load(turn_id)
+                    if current.status.is_blocked:
+                        continue
+                    return current
+                turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
+            turn.cancel_requested = True
             run = _Run(turn=turn, agent=None, lease=lease)
             try:
                 self._finish(run, TurnStatus.CANCELLED)
@@ -286,17 +339,30 @@ class Runner:
         raise VersionConflictError(turn_id, None)
 
     def expire(self, turn_id: str) -> Turn:
-        """Close a wait whose input timeout has passed (what the sweeper calls; harmless if not due).
+        """Act on a blocked turn that is due (what the sweeper calls; harmless if it is not due).
 
-        The pending call gets an "expired" result and the turn is saved runnable for a worker, or — when the
-        wait was set to cancel on expiry, or is a plain-text wait with no call to answer — ends CANCELLED.
+        A turn carrying the cancel flag ends CANCELLED (a cancel whose process died before it finished). A
+        wait whose input timeout has passed is closed: the pending call gets an "expired" result and the
+        turn is saved runnable for a worker, or — when the wait was set to cancel on expiry, or is a
+        plain-text wait with no call to answer — it ends CANCELLED.
         """
+        return self._settle(turn_id, expire_waits=True)
+
+    def _settle(self, turn_id: str, *, expire_waits: bool) -> Turn:
         for _ in range(_CONFLICT_RETRIES):
             turn = self.store.load(turn_id)
             suspension = turn.suspension
-            if not turn.status.is_blocked or suspension is None or not suspension.is_expired(self.clock()):
+            if not turn.status.is_blocked or suspension is None:
                 return turn
             run = _Run(turn=turn, agent=None, lease=None)
+            if turn.cancel_requested:
+                try:
+                    self._finish(run, TurnStatus.CANCELLED)
+                except VersionConflictError:
+                    continue
+                return run.turn
+            if not expire_waits or not suspension.is_expired(self.clock()):
+                return turn
             answerable = suspension.is_form or suspension.type is SuspensionType.TOOL_APPROVAL
             try:
                 if suspension.on_expiry == "cancel" or not answerable:
@@ -310,12 +376,14 @@ class Runner:
             return run.turn
         raise VersionConflictError(turn_id, None)
 
-    def expire_overdue(self, *, limit: int = 100) -> list[Turn]:
-        """Expire every overdue wait the store knows of; returns the turns now runnable (to enqueue)."""
+    def expire_overdue(self, *, limit: int = 100, expire_waits: bool = True) -> list[Turn]:
+        """Settle every due blocked turn the store knows of (see :meth:`expire`); returns the turns now
+        runnable (to enqueue). Unfinished cancels are always finished; expired waits only with
+        ``expire_waits``."""
         runnable: list[Turn] = []
         for overdue in self.store.find_overdue(limit=limit):
             try:
-                turn = self.expire(overdue.turn_id)
+                turn = self._settle(overdue.turn_id, expire_waits=expire_waits)
             except TurnNotFoundError:
                 continue
             if turn.status.is_runnable:
@@ -439,6 +507,9 @@ class Runner:
                 if run.turn.cancel_requested:
                     self._finish(run, TurnStatus.CANCELLED)
                     break
+                if not run.turn.is_due(self.clock()):
+                    # In the backoff of a failed attempt: the caller hands it on with the remaining delay.
+                    break
                 if run.should_yield is not None and run.should_yield():
                     break
                 self._renew(run)
@@ -451,6 +522,8 @@ class Runner:
             # Someone else wrote the turn since this process read it: keep nothing computed since.
             return self.store.load(run.turn.id)
         finally:
+            if run.heartbeat is not None:
+                run.heartbeat.close()
             if run.lease is not None:
                 self.store.release(run.lease)
                 run.lease = None
@@ -466,6 +539,30 @@ class Runner:
             except LeaseLostError as exc:
                 run.lease = None
                 raise _LeaseGone from exc
+
+    @contextmanager
+    def _heartbeat(self, run: _Run) -> Iterator[None]:
+        """Keep the run's lease alive while the body (a model call, a tool) runs; raise ``_LeaseGone`` after
+        it if the lease was taken over meanwhile, so that nothing the step produced is kept or acted on."""
+        lease = run.lease
+        if lease is None:
+            yield
+            return
+        if run.heartbeat is None:
+            run.heartbeat = Heartbeat(
+                lambda held: self.store.renew(held, self.lease_seconds),
+                self.lease_seconds / 3,
+                wait=self.wait,
+                name=lease.turn_id[:12],
+            )
+        beat = run.heartbeat
+        try:
+            with beat.step(lease):
+                yield
+        finally:
+            run.lease = None if beat.lost else beat.lease
+        if beat.lost:
+            raise _LeaseGone
 
     def _policy(self, run: _Run) -> ExecutionPolicy:
         """The agent's policy; the defaults for a turn whose agent this process does not know (a cancel)."""
@@ -505,12 +602,14 @@ class Runner:
         request = ChatRequest(system=agent.instructions, messages=self._context(run), tools=agent.tool_specs())
         self._emit(turn, EventType.MODEL_STARTED, messages=len(request.messages))
         try:
-            reply = agent.chat_model.chat(request)
+            with self._heartbeat(run):
+                reply = agent.chat_model.chat(request)
+        except _LeaseGone:
+            raise
         except Exception as exc:
-            _log.exception("model of agent %r failed on turn %r", agent.id, turn.id)
-            self._emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=False)
-            self._finish(run, TurnStatus.FAILED, "model_error", f"{type(exc).__name__}: {exc}")
+            self._model_failed(run, exc)
             return
+        turn.retry = None
         reply = _unique_call_ids(turn, reply)
         self._emit(turn, EventType.MODEL_COMPLETED, toolCalls=[c.name for c in reply.tool_calls])
         turn.iteration_count += 1
@@ -526,6 +625,57 @@ class Runner:
         turn.final_output = reply.content
         self._emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
         self._finish(run, TurnStatus.COMPLETED)
+
+    def _model_failed(self, run: _Run, exc: Exception) -> None:
+        """A retryable model error (throttled, 5xx, timeout, connection) keeps the turn runnable with a
+        backoff, for a bounded number of attempts; anything else fails the turn at once."""
+        turn = run.turn
+        retryable = isinstance(exc, ModelError) and exc.retryable
+        kind = exc.kind.value if isinstance(exc, ModelError) else "unexpected"
+        message = f"{type(exc).__name__}: {exc}"
+        attempt = (turn.retry.attempts if turn.retry is not None else 0) + 1
+        if retryable:
+            _log.warning("model of turn %r failed (%s, attempt %d): %s", turn.id, kind, attempt, message)
+        else:
+            _log.exception("model of agent %r failed on turn %r", turn.agent_id, turn.id)
+        self._emit(
+            turn,
+            EventType.MODEL_FAILED,
+            kind=kind,
+            retryable=retryable,
+            attempt=attempt,
+            maxAttempts=self.retry.max_attempts,
+            error=message,
+        )
+        self._emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=False)
+        if not retryable:
+            self._finish(run, TurnStatus.FAILED, "model_error", message)
+            return
+        at_least = exc.retry_after if isinstance(exc, ModelError) else None
+        self._retry_later(run, "model_error", message, at_least=at_least, exhausted="model_retries_exhausted")
+
+    def _retry_later(
+        self, run: _Run, reason: str, message: str, *, at_least: float | None = None, exhausted: str | None = None
+    ) -> None:
+        """Save the turn runnable, due after a backoff; after the last allowed attempt, end it FAILED."""
+        turn = run.turn
+        attempt = (turn.retry.attempts if turn.retry is not None else 0) + 1
+        if attempt >= self.retry.max_attempts:
+            self._finish(run, TurnStatus.FAILED, exhausted or reason, f"{message} (gave up after {attempt} attempts)")
+            return
+        delay = self.retry.delay(turn.id, attempt, at_least)
+        turn.retry = RetryState(attempts=attempt, reason=reason, error=message, not_before=self.clock() + delay)
+        turn.status = TurnStatus.RUNNING
+        self._save(run)
+        self._emit(
+            run.turn,
+            EventType.RETRY_SCHEDULED,
+            reason=reason,
+            attempt=attempt,
+            maxAttempts=self.retry.max_attempts,
+            delaySeconds=round(delay, 3),
+            error=message,
+        )
 
     def _tool_step(self, run: _Run) -> None:
         agent = self._agent(run)
@@ -640,8 +790,10 @@ class Runner:
             _cancel_probe=lambda: self._cancel_requested(turn.id),
         )
         try:
-            with tool_context(context):
+            with tool_context(context), self._heartbeat(run):
                 result = tool.function(dict(call.arguments))
+        except _LeaseGone:
+            raise
         except FormRequired as signal:
             if replay or state.form_requested:
                 error = ToolProtocolError(
@@ -769,6 +921,12 @@ class Runner:
         self._save(run)
         turn = run.turn
         assert turn.suspension is not None
+        if turn.cancel_requested:
+            # Cancelled while this step ran (the save came back carrying the flag): nobody may answer a
+            # turn that is being cancelled, so it ends now rather than waiting with a live card.
+            self._emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, suspended=True)
+            self._finish(run, TurnStatus.CANCELLED)
+            return
         self._emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, suspended=True)
         self._emit(
             turn,
@@ -909,14 +1067,45 @@ def _jsonable(value: Any) -> Any:
         return str(value)
 
 
-def _unique_call_ids(turn: Turn, reply: AiMessage) -> AiMessage:
-    """Tool calls are addressed by id (action ids, idempotency keys): make sure each is unique in the turn."""
+#: A call id kept as the model gave it: what every provider accepts back (Bedrock's ``toolUseId`` is the
+#: strictest) and what travels in a URL path segment as it is (action ids are call ids).
+_KEPT_CALL_ID: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _ids_in_use(turn: Turn) -> set[str]:
+    """Every id a call of this turn has had: calls, results, per-call state, cards."""
     used = {c.id for m in turn.messages if isinstance(m, AiMessage) for c in m.tool_calls}
+    used |= {m.tool_call_id for m in turn.messages if isinstance(m, ToolMessage)}
+    used |= set(turn.tool_states) | {card.action_id for card in turn.cards}
+    used |= {c.id for c in turn.pending_tool_calls}
+    return used
+
+
+def _unique_call_ids(turn: Turn, reply: AiMessage) -> AiMessage:
+    """Tool calls are addressed by id (action ids, idempotency keys, results): make each unique in the turn.
+
+    The model's id is kept when it is well-formed, new to the turn and the first of its kind in the reply;
+    every other call gets ``call-<iteration>-<position>``, suffixed until it collides with nothing — neither
+    an earlier call nor an id kept in this same reply (so a model cannot make a call vanish by naming it
+    like the id another call would get).
+    """
+    used = _ids_in_use(turn)
+    kept: list[bool] = []
+    for call in reply.tool_calls:
+        keep = bool(_KEPT_CALL_ID.match(call.id)) and call.id not in used
+        kept.append(keep)
+        if keep:
+            used.add(call.id)
     calls: list[ToolCall] = []
-    for index, call in enumerate(reply.tool_calls):
-        call_id = call.id
-        if not call_id or call_id in used:
-            call_id = f"call-{turn.iteration_count + 1}-{index + 1}"
+    for index, (call, keep) in enumerate(zip(reply.tool_calls, kept, strict=True)):
+        if keep:
+            calls.append(call)
+            continue
+        base = f"call-{turn.iteration_count + 1}-{index + 1}"
+        call_id, suffix = base, 1
+        while call_id in used:
+            suffix += 1
+            call_id = f"{base}-{suffix}"
         used.add(call_id)
-        calls.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+        calls.append(call.model_copy(update={"id": call_id}))
     return reply.model_copy(update={"tool_calls": calls})

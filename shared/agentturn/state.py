@@ -130,6 +130,17 @@ class TurnErrorInfo(WireModel):
     message: str
 
 
+class RetryState(WireModel):
+    """A run that failed for a reason that may pass (a throttled model, an agent version not deployed here):
+    how many attempts in a row failed, why the last one did, and when the next may start."""
+
+    attempts: int = 0
+    reason: str = ""
+    error: str = ""
+    #: epoch seconds; before it, a worker leaves the turn alone (see :meth:`Turn.is_due`)
+    not_before: float | None = None
+
+
 class ProjectionMark(WireModel):
     """What the timeline is known to hold of this turn (as of before the last save)."""
 
@@ -181,6 +192,12 @@ class Turn(WireModel):
     input_timeout: float | None = None
     #: Epoch seconds after which a terminal turn may be deleted by the store (DynamoDB TTL).
     retain_until: float | None = None
+    #: Set while the turn waits to be tried again after a failure that may pass; cleared by a run that works.
+    retry: RetryState | None = None
+
+    def is_due(self, now: float) -> bool:
+        """Whether a worker may run the turn now (not inside the backoff of a failed attempt)."""
+        return self.retry is None or self.retry.not_before is None or now >= self.retry.not_before
 
     def card(self, message_id: str) -> FormMessage | ApprovalMessage | None:
         return next((c for c in self.cards if c.message_id == message_id), None)

@@ -6,7 +6,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from agentturn._clock import Clock
 from agentturn.errors import LeaseLostError, TurnNotFoundError, VersionConflictError
@@ -79,15 +79,27 @@ class TurnStore(Protocol):
         ...
 
     def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
-        """Blocked turns whose wait has expired (``suspension.expires_at`` is past), oldest deadline first."""
+        """Blocked turns the sweeper must act on, earliest first: their wait has expired
+        (``suspension.expires_at`` is past) or they carry the cancel flag (see :func:`wait_deadline`)."""
         ...
 
 
+#: The "deadline" of a blocked turn whose cancel was requested: due at once, before every real deadline.
+CANCEL_DUE: Final = 0.0
+
+
 def wait_deadline(turn: Turn) -> float | None:
-    """What an overdue index keys on: the deadline of a blocked turn's wait, if it has one."""
-    if turn.status.is_blocked and turn.suspension is not None:
-        return turn.suspension.expires_at
-    return None
+    """What an overdue index keys on: when the sweeper must act on a blocked turn, if ever.
+
+    That is the deadline of its wait, or at once (:data:`CANCEL_DUE`) when the turn carries the cancel flag:
+    a blocked turn with the flag is a cancel that did not finish (its process died between the write that
+    blocked it and the one that cancels it), and the sweeper finishes it.
+    """
+    if not turn.status.is_blocked:
+        return None
+    if turn.cancel_requested:
+        return CANCEL_DUE
+    return turn.suspension.expires_at if turn.suspension is not None else None
 
 
 def new_lease_id() -> str:
@@ -168,12 +180,14 @@ class InMemoryTurnStore:
             if record.version != expected_version:
                 raise VersionConflictError(turn.id, expected_version, record.version)
             version = expected_version + 1
-            stored = turn.model_copy(update={"version": version})
+            # The flag is monotonic: the stored turn carries it even when this writer had not seen it.
+            cancel = record.cancel_requested or turn.cancel_requested
+            stored = turn.model_copy(update={"version": version, "cancel_requested": cancel})
             record.body = stored.model_dump_json(by_alias=True)
             record.version = version
             record.status = stored.status
             record.updated_at = self._clock()
-            record.cancel_requested = record.cancel_requested or stored.cancel_requested
+            record.cancel_requested = cancel
             record.wait_expires_at = wait_deadline(stored)
             if not stored.status.is_runnable:
                 # A blocked or finished turn has nothing left to run: its lease ends with this write.

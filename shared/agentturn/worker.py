@@ -18,6 +18,9 @@ class WorkOutcome(StrEnum):
     #: another worker holds a live lease
     LEASE_HELD = "LEASE_HELD"
     NOT_FOUND = "NOT_FOUND"
+    #: runnable, but in the backoff of a failed attempt: the message came early (a duplicate, or the
+    #: sweeper's); the one sent with the backoff's delay, or a later sweep, brings it back when due
+    NOT_DUE = "NOT_DUE"
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,8 @@ class WorkResult:
 
     @property
     def needs_more_work(self) -> bool:
-        """The run yielded (time budget) with the turn still runnable: hand it on again."""
+        """The run stopped with the turn still runnable (out of time, or a retry is due later): hand it on
+        again (with :func:`agentturn.retry.handoff_delay`)."""
         return self.turn is not None and self.outcome is WorkOutcome.ADVANCED and self.turn.status.is_runnable
 
 
@@ -51,7 +55,11 @@ class Worker:
                 return WorkResult(WorkOutcome.NOT_FOUND, None)
             outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
             return WorkResult(outcome, current)
+        claimed = lease.turn
+        if claimed is not None and not claimed.is_due(self.runner.clock()):
+            store.release(lease)
+            return WorkResult(WorkOutcome.NOT_DUE, claimed)
         turn = self.runner.run_turn(
-            turn_id, lease=lease, should_yield=should_yield, turn=lease.turn, projected_version=projected_version
+            turn_id, lease=lease, should_yield=should_yield, turn=claimed, projected_version=projected_version
         )
         return WorkResult(WorkOutcome.ADVANCED, turn)

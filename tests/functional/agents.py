@@ -23,3 +23,22 @@ def short_wait_agents() -> list[Agent]:
 def demo_agents_without_assistant() -> list[Agent]:
     """A later deployment that dropped the (default) assistant agent: its turns can no longer run."""
     return [a for a in demo_agents() if a.id != "assistant"]
+
+
+def throttled_model_agents() -> list[Agent]:
+    """One agent whose model provider is throttling every call (Bedrock's ThrottlingException, retryable)."""
+    from agentturn import AiMessage, ChatRequest, ScriptedChatModel
+    from agentturn.errors import ModelError, ModelErrorKind
+
+    def throttled(request: ChatRequest) -> AiMessage:
+        raise ModelError(
+            "Too many requests, please wait before trying again.",
+            kind=ModelErrorKind.THROTTLED,
+            provider="bedrock",
+            model="demo",
+            status=429,
+            code="ThrottlingException",
+            retryable=True,
+        )
+
+    return [Agent(id="throttled", instructions="", chat_model=ScriptedChatModel(throttled))]

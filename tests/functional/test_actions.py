@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.functional.harness import Deployment, HttpResponse, http_event
 
@@ -206,6 +207,65 @@ def test_cancel_ends_a_waiting_turn_and_a_retry_answers_the_same(deployment: Dep
     assert messages["activeTurnId"] is None
 
     # AND a new turn can start in the conversation
+    assert _start(deployment, "hello")["status"] == "COMPLETED"
+
+
+def _throttle_next_update(client: Any) -> list[str]:
+    """Inside the SDK: the next UpdateItem of ``client`` fails as a throttled write does once botocore's own
+    retries ran out (the request never reaches the table). Returns the log of what was throttled."""
+    throttled: list[str] = []
+
+    def throttle(params: dict[str, Any], **kwargs: Any) -> None:
+        if throttled:
+            return
+        throttled.append(str(params.get("UpdateExpression", "")))
+        error = {"Code": "ThrottlingException", "Message": "Rate of requests exceeds the allowed throughput."}
+        raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}, "UpdateItem")
+
+    client.meta.events.register("provide-client-params.dynamodb.UpdateItem", throttle)
+    return throttled
+
+
+def test_a_cancel_throttled_once_is_finished_by_its_retry(deployment: Deployment) -> None:
+    # GIVEN a turn waiting on a form, and the submit Lambda's next DynamoDB write throttled
+    turn = _start(deployment)
+    event = http_event("http_cancel.json", path=f"/turns/{turn['turnId']}/cancel")
+    throttled = _throttle_next_update(deployment.submit_app.api.services.store.client)
+    before = deployment.dump()
+
+    # WHEN the person cancels: the first answer is a 503 problem, and nothing changed
+    first = deployment.submit(event)
+    assert first.status == 503, first.body
+    assert first.headers["content-type"] == "application/problem+json"
+    assert len(throttled) == 1
+    assert deployment.dump() == before
+
+    # WHEN the client retries
+    retry = deployment.submit(event)
+
+    # THEN the cancel finished: turn and card CANCELLED, conversation free for a new turn
+    assert retry.status == 202, retry.body
+    assert retry.json == {"turnId": turn["turnId"], "status": "CANCEL_REQUESTED"}
+    assert _turn(deployment, turn["turnId"])["status"] == "CANCELLED"
+    messages = deployment.run(http_event("http_list_messages.json", path="/conversations/c1/messages")).json
+    card = next(m for m in messages["messages"] if m["type"] == "agent_form")
+    assert (card["status"], card["actions"]) == ("CANCELLED", [])
+    assert messages["activeTurnId"] is None
+    assert _start(deployment, "hello")["status"] == "COMPLETED"
+
+
+def test_a_cancel_retried_on_a_turn_left_waiting_with_the_flag_finishes_it(deployment: Deployment) -> None:
+    # GIVEN a waiting turn whose cancel flag was set by an attempt that died before saving it CANCELLED
+    turn = _start(deployment)
+    deployment.submit_app.api.services.store.request_cancel(turn["turnId"])
+    assert _turn(deployment, turn["turnId"])["status"] == "WAITING_FOR_USER"
+
+    # WHEN the cancel is retried through the API
+    retry = deployment.submit(http_event("http_cancel.json", path=f"/turns/{turn['turnId']}/cancel"))
+
+    # THEN it finishes the cancel instead of answering 202 and doing nothing
+    assert retry.status == 202, retry.body
+    assert _turn(deployment, turn["turnId"])["status"] == "CANCELLED"
     assert _start(deployment, "hello")["status"] == "COMPLETED"
 
 

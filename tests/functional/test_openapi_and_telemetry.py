@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import jsonschema
 import pytest
 from openapi_spec_validator import validate
 
@@ -40,6 +41,35 @@ def test_openapi_json_is_a_valid_openapi_3_document_listing_every_route(deployme
         turn_view
     )
     assert not {"toolStates", "acceptedRequests", "projection"} & set(turn_view)
+
+
+def test_openapi_says_api_gateways_own_401_and_429_are_not_problem_documents(deployment: Deployment) -> None:
+    # WHEN the document is fetched
+    document = deployment.run(http_event("http_openapi.json", sub=None)).json
+    gateway = document["components"]["schemas"]["GatewayMessage"]
+
+    # THEN every route behind the JWT authorizer lists the authorizer's 401 with its real body, and every
+    # route API Gateway's 429, as application/json with the {"message": ...} shape (examples valid against it)
+    for route in ROUTES:
+        responses = document["paths"][route.template][route.method.lower()]["responses"]
+        throttled = responses["429"]["content"]
+        assert set(throttled) == {"application/json"}
+        assert throttled["application/json"]["example"] == {"message": "Too Many Requests"}
+        jsonschema.validate(throttled["application/json"]["example"], gateway)
+        if route.public:
+            assert document["paths"][route.template][route.method.lower()]["security"] == []
+            assert "401" not in responses
+            continue
+        refused = responses["401"]["content"]
+        assert refused["application/json"]["example"] == {"message": "Unauthorized"}
+        assert refused["application/json"]["schema"] == {"$ref": "#/components/schemas/GatewayMessage"}
+        jsonschema.validate(refused["application/json"]["example"], gateway)
+        # a handler reached without identity still answers a problem, and the document keeps saying so
+        assert refused["application/problem+json"]["schema"] == {"$ref": "#/components/schemas/Problem"}
+    # ... and a problem body would not pass for the gateway's shape
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"type": "about:blank", "title": "x", "status": 401}, gateway)
+    validate(document)
 
 
 def _emf(output: str) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from tests.functional.harness import Deployment, FakeLambdaContext, http_event, load_event
@@ -270,8 +271,8 @@ def test_a_lease_held_by_another_worker_is_acknowledged_without_work(deployment:
     assert _get(deployment, turn["turnId"])["status"] == "RUNNING"
 
 
-def test_a_real_failure_fails_only_its_record(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN two submitted turns, one of an agent the next deployment no longer has
+def _two_submitted_turns(deployment: Deployment) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A support turn (agent "assistant") and a meeting turn (agent "meeting-agent"), both submitted."""
     support = _waiting(deployment, "c1")
     meeting = deployment.run(
         http_event(
@@ -290,17 +291,115 @@ def test_a_real_failure_fails_only_its_record(deployment: Deployment, monkeypatc
         )
     )
     assert submitted.status == 202
+    return support, meeting
+
+
+def _without_the_assistant(deployment: Deployment, monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
+    """The next deployment of the worker no longer has the support turn's agent."""
     monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:demo_agents_without_assistant")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     deployment.worker_app.services.use(None)
+
+
+def _delayed(deployment: Deployment) -> int:
+    attributes = deployment.sqs.get_queue_attributes(
+        QueueUrl=deployment.queue_url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+
+def test_a_turn_whose_agent_is_gone_is_retried_later_and_the_batch_goes_on(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN two submitted turns, one of an agent the next deployment no longer has
+    support, meeting = _two_submitted_turns(deployment)
+    _without_the_assistant(deployment, monkeypatch)
     messages = deployment.receive()
     assert len(messages) == 2
 
     # WHEN the worker gets both in one batch
     result = deployment.deliver(messages)
 
-    # THEN only the record of the turn whose agent is gone failed (SQS retries it, then dead-letters it),
-    # and that turn is untouched and still runnable; the other turn completed
+    # THEN no record failed: the other turn completed, and the one whose agent is gone is kept runnable
+    # with a first failed attempt, handed back to the queue with the backoff as the message's delay
+    assert result == {"batchItemFailures": []}
+    assert _get(deployment, meeting["turnId"])["status"] == "COMPLETED"
+    gone = _get(deployment, support["turnId"])
+    assert gone["status"] == "RUNNING"
+    assert (gone["retry"]["attempts"], gone["retry"]["reason"]) == (1, "agent_unavailable")
+    assert deployment.receive() == []
+    assert _delayed(deployment) == 1
+
+
+def test_a_turn_whose_agent_is_gone_ends_failed_after_its_last_attempt_and_frees_its_conversation(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a submitted turn whose agent the worker's deployment no longer has, and one attempt allowed
+    support, _ = _two_submitted_turns(deployment)
+    _without_the_assistant(deployment, monkeypatch, AGENTTURN_MAX_ATTEMPTS="1")
+    capsys.readouterr()
+
+    # WHEN the worker gets it
+    assert deployment.deliver(deployment.receive()) == {"batchItemFailures": []}
+
+    # THEN the turn ended FAILED with a clear code, its card is closed, its conversation is free,
+    # nothing is left to sweep, and the metric the alarm watches was emitted
+    failed = _get(deployment, support["turnId"])
+    assert failed["status"] == "FAILED"
+    assert failed["error"]["type"] == "agent_unavailable"
+    assert "'assistant'" in failed["error"]["message"]
+    listed = deployment.run(http_event("http_list_messages.json", path="/conversations/c1/messages")).json
+    assert listed["activeTurnId"] is None
+    assert deployment.queue_depth() == 0 and _delayed(deployment) == 0
+    assert deployment.sweeper()["found"] == 0
+    output = capsys.readouterr().out
+    emitted = [json.loads(line) for line in output.splitlines() if line.startswith('{"_aws"')]
+    assert sum(sum(blob.get("TurnsUnrunnable", [])) for blob in emitted) == 1
+
+
+def test_a_transient_aws_error_fails_only_its_record(deployment: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN two submitted turns, and DynamoDB throttling every write of one of them in the worker
+    support, meeting = _two_submitted_turns(deployment)
+    client = deployment.worker_app.services.get().store.client
+
+    def throttle(params: dict[str, Any], **kwargs: Any) -> None:
+        if params.get("Key", {}).get("turnId", {}).get("S") == support["turnId"]:
+            error = {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}
+            raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}, "UpdateItem")
+
+    client.meta.events.register("provide-client-params.dynamodb.UpdateItem", throttle)
+    messages = deployment.receive()
+    before = _get(deployment, support["turnId"])
+
+    # WHEN the worker gets both in one batch
+    result = deployment.deliver(messages)
+
+    # THEN only that turn's record failed (SQS retries it as it is), that turn is untouched, the other completed
     failing = [m["MessageId"] for m in messages if support["turnId"] in m["Body"]]
     assert result == {"batchItemFailures": [{"itemIdentifier": failing[0]}]}
-    assert _get(deployment, support["turnId"])["status"] == "RUNNING"
+    assert _get(deployment, support["turnId"]) == before
     assert _get(deployment, meeting["turnId"])["status"] == "COMPLETED"
+
+
+def test_a_turn_started_while_the_model_is_throttled_is_handed_to_the_worker_with_a_delay(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a deployment whose model provider is throttling
+    monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:throttled_model_agents")
+    deployment.run_app.api.use(None)
+
+    # WHEN a turn is started
+    response = deployment.run(
+        http_event("http_start_turn.json", path="/conversations/c1/turns", body={"input": "hello"})
+    )
+
+    # THEN the answer is 202 (not a failure): the turn is RUNNING with a first failed attempt, and its
+    # message waits in the queue for the backoff (not delivered at once)
+    assert response.status == 202, response.body
+    started = response.json
+    assert started["status"] == "RUNNING"
+    assert (started["retry"]["attempts"], started["retry"]["reason"]) == (1, "model_error")
+    assert started["error"] is None
+    assert deployment.receive() == []
+    assert _delayed(deployment) == 1

@@ -149,5 +149,8 @@ class FaultyQueue:
     def __init__(self, inner: ResumeQueue, plan: FaultPlan) -> None:
         self.inner, self.plan = inner, plan
 
-    def enqueue(self, turn_id: str, version: int, *, projected: bool = False) -> None:
-        self.plan.call("queue.enqueue", lambda: self.inner.enqueue(turn_id, version, projected=projected))
+    def enqueue(self, turn_id: str, version: int, *, projected: bool = False, delay_seconds: int = 0) -> None:
+        self.plan.call(
+            "queue.enqueue",
+            lambda: self.inner.enqueue(turn_id, version, projected=projected, delay_seconds=delay_seconds),
+        )

@@ -22,8 +22,9 @@ class Backend:
 
     def runner(self, agents: Iterable[Agent] | Callable[[str, str], Agent], **kwargs: Any) -> Runner:
         listeners = kwargs.pop("listeners", [self.events.append])
+        store = kwargs.pop("store", self.store)
         return Runner(
-            store=self.store, chat_memory=self.memory, agents=agents, listeners=listeners, clock=self.clock, **kwargs
+            store=store, chat_memory=self.memory, agents=agents, listeners=listeners, clock=self.clock, **kwargs
         )
 
 

@@ -11,6 +11,7 @@ from agentturn import (
     Agent,
     AiMessage,
     ChatRequest,
+    EventType,
     FormMessage,
     FormStatus,
     FormValidationError,
@@ -22,7 +23,6 @@ from agentturn import (
     Tool,
     Turn,
     TurnStatus,
-    UnknownAgentError,
     UserInputTool,
     UserMessage,
     Worker,
@@ -246,10 +246,14 @@ def test_a_missing_agent_version_is_a_clear_error_not_a_fallback(backend: Backen
     backend.runner([agent]).submit_resume(waiting.id, ResumeCommand.user_input("call-456", SUPPORT_DATA))
     # WHEN a process that only knows version 2 picks it up
     runner = backend.runner([form_agent(version="2")])
-    # THEN it refuses to continue it with another version, and the turn stays as it was
-    with pytest.raises(UnknownAgentError, match="'1'"):
-        runner.run_turn(waiting.id)
-    assert backend.store.load(waiting.id).status is TurnStatus.RUNNING
+    backend.events.clear()
+    later = runner.run_turn(waiting.id)
+    # THEN it does not continue it with another version: the turn stays runnable, to be tried again later
+    assert later.status is TurnStatus.RUNNING
+    assert later.retry is not None and later.retry.reason == "agent_unavailable"
+    assert "UnknownAgentError" in later.retry.error and "'1'" in later.retry.error
+    assert later.messages == backend.store.load(waiting.id).messages
+    assert [e.type for e in backend.events] == [EventType.SNAPSHOT_SAVED, EventType.RETRY_SCHEDULED]
 
 
 def test_plain_text_suspension_resumes_with_a_user_message_and_no_card(backend: Backend) -> None:

@@ -109,6 +109,14 @@ class TurnErrorView(ApiModel):
     message: str
 
 
+class RetryView(ApiModel):
+    """The turn failed an attempt for a reason that may pass and will be tried again (not before ``notBefore``)."""
+
+    attempts: int
+    reason: str
+    not_before: str | None
+
+
 class TurnView(ApiModel):
     turn_id: str
     conversation_id: str
@@ -120,6 +128,8 @@ class TurnView(ApiModel):
     pending_tool_calls: list[ToolCallView]
     final_output: str | None
     error: TurnErrorView | None
+    #: Present while a failed attempt waits to be retried (a throttled model, an agent not deployed yet).
+    retry: RetryView | None = None
     iteration_count: int
     step_count: int
     tool_call_count: int

@@ -13,8 +13,41 @@ API_VERSION: Final = "1"
 _SECURITY_SCHEME: Final = "jwt"
 
 
+#: API Gateway answers some requests itself, before any handler runs, and not with a problem document.
+_GATEWAY_MESSAGE: Final = {
+    "type": "object",
+    "required": ["message"],
+    "properties": {"message": {"type": "string"}},
+    "description": "API Gateway's own error body (`application/json`, not `application/problem+json`): it "
+    "answers before any handler of this API runs.",
+}
+_GATEWAY_REF: Final = {"$ref": "#/components/schemas/GatewayMessage"}
+
+
+def _gateway_answers(operation: dict[str, Any], *, secured: bool) -> None:
+    """Document the 401 of the JWT authorizer and the 429 of API Gateway's throttling with their real bodies."""
+    responses = operation.setdefault("responses", {})
+    if secured:
+        ours = responses.get("401", {}).get("content", {})
+        responses["401"] = {
+            "description": "No valid token. API Gateway's JWT authorizer refuses a missing, malformed, expired or "
+            'foreign token itself, with `{"message": "Unauthorized"}` as `application/json` (not a problem '
+            "document); only a request that reached a handler without a verified identity gets a problem.",
+            "content": {
+                "application/json": {"schema": dict(_GATEWAY_REF), "example": {"message": "Unauthorized"}},
+                **ours,
+            },
+        }
+    responses["429"] = {
+        "description": "API Gateway's throttling (the stage's or route's rate or burst limit): its own body "
+        '`{"message": "Too Many Requests"}` as `application/json`, not a problem document. Retry with backoff.',
+        "content": {"application/json": {"schema": dict(_GATEWAY_REF), "example": {"message": "Too Many Requests"}}},
+    }
+
+
 def _with_contract_details(document: dict[str, Any]) -> dict[str, Any]:
-    """What the generator cannot know: the JWT security scheme and the ``Idempotency-Key`` header.
+    """What the generator cannot know: the JWT security scheme, the ``Idempotency-Key`` header, and the answers
+    API Gateway gives itself (401, 429), which are not problem documents.
 
     The header is read by the routes themselves rather than declared as a Powertools parameter: the
     resolver splits header values at commas, and a key must reach the idempotency check exactly as sent.
@@ -35,11 +68,15 @@ def _with_contract_details(document: dict[str, Any]) -> dict[str, Any]:
         "answer, the same key with another body is refused (422).",
         "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[!#-+\\--~]+$"},
     }
+    components.setdefault("schemas", {})["GatewayMessage"] = dict(_GATEWAY_MESSAGE)
     for route in ROUTES:
-        if not route.idempotent:
-            continue
         operation = document["paths"][route.template][route.method.lower()]
-        operation.setdefault("parameters", []).append(dict(key_parameter))
+        if route.public:
+            # No authorizer on this route (the document itself): no token is asked for, none is refused.
+            operation["security"] = []
+        _gateway_answers(operation, secured=not route.public)
+        if route.idempotent:
+            operation.setdefault("parameters", []).append(dict(key_parameter))
     return document
 
 

@@ -27,6 +27,7 @@ from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.commands import ResumeCommand
 from agentturn.errors import ConversationBusyError, IdempotencyConflictError, InvalidResumeError, UnknownAgentError
 from agentturn.projection import is_projected
+from agentturn.retry import handoff_delay
 from agentturn.runner import Runner
 from agentturn.state import Turn
 
@@ -99,8 +100,9 @@ class Operations:
             raise
         if turn.status.is_runnable:
             # Out of time (or another holder has it): saved runnable, so a worker picks it up from here.
-            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn))
-            _log.info("turn %r handed to the worker at version %d", turn.id, turn.version)
+            delay = handoff_delay(turn, self.services.clock())
+            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn), delay_seconds=delay)
+            _log.info("turn %r handed to the worker at version %d (delay %d s)", turn.id, turn.version, delay)
             return StartedTurn(turn, handed_off=True)
         return StartedTurn(turn, handed_off=False)
 
@@ -170,10 +172,13 @@ class Operations:
         turn = store.load(turn_id)
         if key in turn.accepted_requests:
             raise IdempotencyConflictError(turn_id, key)
-        if not turn.cancel_requested:
-            # Cancelling is idempotent by its flag: once requested, every retry answers the same 202 without
-            # writing. A turn that already ended otherwise is a conflict, refused without a write.
-            if turn.status.is_terminal:
+        if turn.status.is_terminal:
+            # Cancelling is idempotent: a turn that ended with the flag (cancelled, or stopped otherwise once
+            # cancel was asked) answers the same 202 without writing; one that ended otherwise is a conflict.
+            if not turn.cancel_requested:
                 raise InvalidResumeError(f"turn {turn_id!r} is {turn.status.value}", reason="turn_terminal")
+        else:
+            # Also when the flag is already set: a first attempt that set it but failed before the turn was
+            # saved CANCELLED is finished by its retry (a running turn is stopped by its worker).
             self._runner_for(caller, store).cancel(turn_id)
         return CancelAccepted(turn_id=turn_id)

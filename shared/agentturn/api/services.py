@@ -21,6 +21,7 @@ from agentturn.errors import TurnNotFoundError
 from agentturn.events import Listener
 from agentturn.memory import ChatMemoryProvider
 from agentturn.queue import ResumeQueue
+from agentturn.retry import RetryPolicy
 from agentturn.runner import Runner
 from agentturn.state import Turn
 from agentturn.store import Lease, RunnableTurn, TurnStore
@@ -112,4 +113,9 @@ class Services:
             clock=self.clock,
             worker_id=worker_id or f"runner-{uuid.uuid4().hex[:8]}",
             lease_seconds=float(self.settings.lease_seconds),
+            retry=RetryPolicy(
+                max_attempts=self.settings.max_attempts,
+                base_delay=float(self.settings.retry_base_seconds),
+                max_delay=float(self.settings.retry_max_seconds),
+            ),
         )

@@ -56,7 +56,7 @@ class Settings:
     #: A synchronous run (or a worker) stops before a step once less than this much Lambda time is left:
     #: it must exceed the longest step (a model call), or the Lambda can be killed mid-step.
     yield_margin_ms: int = 10_000
-    #: Lease on a running turn; renewed at half-time, so it must exceed the longest single step.
+    #: Lease on a running turn; renewed between steps and, by a heartbeat, every third of it during a step.
     lease_seconds: int = 60
     #: The sweeper re-enqueues runnable turns untouched (and unleased) for this long.
     sweep_idle_seconds: int = 120
@@ -68,6 +68,16 @@ class Settings:
     #: nobody answers must not hold its conversation forever. It needs the "overdue" index and read/write
     #: access to turns, timeline and bucket; with no agent setting a timeout it finds nothing.
     expire_overdue: bool = True
+    #: Attempts in a row of a run that fails for a reason that may pass (a retryable model error, an agent
+    #: version not deployed, an unexpected error) before the turn ends FAILED.
+    max_attempts: int = 5
+    #: Backoff between those attempts: this many seconds after the first, doubling, at most ``retry_max_seconds``.
+    retry_base_seconds: int = 2
+    retry_max_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        if self.retry_base_seconds > self.retry_max_seconds:
+            raise SettingsError("AGENTTURN_RETRY_BASE_SECONDS must not exceed AGENTTURN_RETRY_MAX_SECONDS")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -85,4 +95,7 @@ class Settings:
             sweep_limit=_int(env, "AGENTTURN_SWEEP_LIMIT", cls.sweep_limit, 1, 10_000),
             terminal_ttl_seconds=ttl or None,
             expire_overdue=_flag(env, "AGENTTURN_EXPIRE_OVERDUE", default=cls.expire_overdue),
+            max_attempts=_int(env, "AGENTTURN_MAX_ATTEMPTS", cls.max_attempts, 1, 100),
+            retry_base_seconds=_int(env, "AGENTTURN_RETRY_BASE_SECONDS", cls.retry_base_seconds, 1, 900),
+            retry_max_seconds=_int(env, "AGENTTURN_RETRY_MAX_SECONDS", cls.retry_max_seconds, 1, 900),
         )

@@ -1,4 +1,5 @@
-"""The sweeper: re-enqueue runnable turns nobody is working on (and, when enabled, expire overdue waits).
+"""The sweeper: re-enqueue runnable turns nobody is working on, finish unfinished cancels of blocked turns
+(and, when enabled, expire overdue waits).
 
 Re-enqueueing covers a crash between "snapshot saved" and "message sent", a message lost after its retries, and a
 worker that died holding a lease (once the lease has expired). Duplicates this creates are harmless: the
@@ -50,14 +51,15 @@ def sweep(services: Services, telemetry: Telemetry) -> SweepResult:
     enqueued, failed = _enqueue_all(services, [(t.turn_id, t.version) for t in runnable])
     if len(runnable) >= settings.sweep_limit:
         _log.warning("sweep hit its limit of %d turns: more may be waiting for the next sweep", settings.sweep_limit)
-    expired = 0
+    # Due blocked turns: a cancel whose process died before it finished is finished (always: a person asked
+    # for it, and the turn holds its conversation); an expired wait is answered "expired" and saved runnable
+    # (when enabled), and handed to a worker now.
+    runner = services.runner(listeners=[metrics_listener(telemetry)], worker_id="sweeper")
+    now_runnable = runner.expire_overdue(limit=settings.sweep_limit, expire_waits=settings.expire_overdue)
+    expired = len(now_runnable)
+    more, more_failed = _enqueue_all(services, [(t.id, t.version) for t in now_runnable])
+    enqueued, failed = enqueued + more, failed + more_failed
     if settings.expire_overdue:
-        # An expired wait is answered with an "expired" result and saved runnable: hand it to a worker now.
-        runner = services.runner(listeners=[metrics_listener(telemetry)], worker_id="sweeper")
-        now_runnable = runner.expire_overdue(limit=settings.sweep_limit)
-        expired = len(now_runnable)
-        more, more_failed = _enqueue_all(services, [(t.id, t.version) for t in now_runnable])
-        enqueued, failed = enqueued + more, failed + more_failed
         telemetry.count("WaitsExpired", expired)
     telemetry.count("SweptTurns", len(runnable))
     if failed:

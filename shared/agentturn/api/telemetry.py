@@ -22,6 +22,15 @@ EVENT_METRICS: Final = {
     EventType.TURN_COMPLETED: "TurnsCompleted",
     EventType.TURN_FAILED: "TurnsFailed",
     EventType.TURN_CANCELLED: "TurnsCancelled",
+    EventType.MODEL_FAILED: "ModelCallsFailed",
+    EventType.RETRY_SCHEDULED: "TurnRetriesScheduled",
+}
+#: Failed turns counted once more by why they failed: the ones an operator must look at (alarmed on).
+FAILURE_METRICS: Final = {
+    "agent_unavailable": "TurnsUnrunnable",
+    "cannot_run": "TurnsUnrunnable",
+    "model_retries_exhausted": "ModelRetriesExhausted",
+    "model_error": "ModelErrorsFatal",
 }
 
 
@@ -80,5 +89,9 @@ def metrics_listener(telemetry: Telemetry) -> Callable[[Event], None]:
         name = EVENT_METRICS.get(event.type)
         if name is not None:
             telemetry.count(name)
+        if event.type is EventType.TURN_FAILED:
+            reason = FAILURE_METRICS.get(str(event.data.get("error")))
+            if reason is not None:
+                telemetry.count(reason)
 
     return listen

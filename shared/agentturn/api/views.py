@@ -5,6 +5,7 @@ from __future__ import annotations
 from agentturn._clock import iso
 from agentturn.api.models import (
     RESERVED_METADATA_KEYS,
+    RetryView,
     SuspensionView,
     ToolCallView,
     TurnErrorView,
@@ -47,6 +48,7 @@ def turn_view(turn: Turn) -> TurnView:
         ],
         final_output=turn.final_output,
         error=TurnErrorView(type=turn.error.type, message=turn.error.message) if turn.error is not None else None,
+        retry=_retry_view(turn),
         iteration_count=turn.iteration_count,
         step_count=turn.step_count,
         tool_call_count=turn.tool_call_count,
@@ -56,3 +58,11 @@ def turn_view(turn: Turn) -> TurnView:
         created_at=turn.created_at,
         updated_at=turn.updated_at,
     )
+
+
+def _retry_view(turn: Turn) -> RetryView | None:
+    retry = turn.retry
+    if retry is None or not turn.status.is_runnable:
+        return None
+    not_before = iso(retry.not_before) if retry.not_before is not None else None
+    return RetryView(attempts=retry.attempts, reason=retry.reason, not_before=not_before)

@@ -2,9 +2,13 @@
 
 Per record: parse the message (a payload that is not ours fails the record, so SQS retries it and then
 moves it to the dead-letter queue) → :meth:`agentturn.Worker.process` (claim the lease, run until blocked,
-terminal or out of time, release) → if the run stopped for time, enqueue the turn again. A duplicate
-delivery, a turn that is not runnable any more, a lease another worker holds, or a turn that does not
-exist is acknowledged: the message has nothing left to do. Anything else fails only that record.
+terminal or out of time, release) → if the run stopped with the turn still runnable (out of time, or a
+failed attempt to retry after a backoff), enqueue the turn again with the backoff as the message's delay.
+A duplicate delivery, a turn that is not runnable any more or not due yet, a lease another worker holds,
+or a turn that does not exist is acknowledged: the message has nothing left to do. A transient AWS error
+(throttling, 5xx, a lost connection) fails only that record, for SQS to retry; any other error is counted
+as a failed attempt in the turn's snapshot (``Runner.record_failure``), so a turn that cannot run ends
+FAILED after a bounded number of attempts instead of cycling between the queue and the sweeper.
 """
 
 from __future__ import annotations
@@ -20,11 +24,14 @@ from aws_lambda_powertools.utilities.batch import (
     SqsFifoPartialProcessor,
     process_partial_response,
 )
+from botocore.exceptions import BotoCoreError, ClientError
 
 from agentturn.api.ownership import public_conversation_id
 from agentturn.api.services import Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.aws.resume_queue import InvalidResumeMessageError, parse_resume_message
+from agentturn.retry import handoff_delay
+from agentturn.state import Turn
 from agentturn.worker import Worker, WorkOutcome, WorkResult
 
 if TYPE_CHECKING:
@@ -46,6 +53,30 @@ def _epoch(iso_text: str) -> float | None:
         return datetime.fromisoformat(iso_text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+#: AWS answers that a later try of the same request may not get: the record is retried by SQS as it is.
+_TRANSIENT_CODES: Final = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "ThrottledException",
+        "TransactionConflictException",
+        "ServiceUnavailable",
+        "InternalServerError",
+        "SlowDown",
+    }
+)
+
+
+def _is_transient(exc: ClientError | BotoCoreError) -> bool:
+    """A lost connection, a timeout, throttling or a 5xx: nothing about the turn itself is wrong."""
+    if isinstance(exc, BotoCoreError):
+        return True
+    error = exc.response.get("Error", {})
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return error.get("Code", "") in _TRANSIENT_CODES or int(status or 0) >= 500
 
 
 def _processor(event: Mapping[str, Any]) -> BatchProcessor:
@@ -101,16 +132,38 @@ class SqsWorker:
         try:
             receipt = message.version if message.projected else None
             result = worker.process(message.turn_id, should_yield=should_yield, projected_version=receipt)
-        except Exception:
+        except (ClientError, BotoCoreError) as exc:
+            if not _is_transient(exc):
+                return self._count_failure(worker, message.turn_id, exc)
             # Logged here with the record's ids, then re-raised for the batch processor to report only
             # this record: SQS redelivers it (the run released its lease; what it saved before stays).
             _log.exception("turn %r failed in the worker; the record will be retried", message.turn_id)
             raise
+        except Exception as exc:
+            return self._count_failure(worker, message.turn_id, exc)
         self._observe(result, message.version, picked_up)
         if result.needs_more_work and result.turn is not None:
-            self.services.queue.enqueue(result.turn.id, result.turn.version)
-            _log.info("turn %r still runnable after the time budget; re-enqueued", result.turn.id)
+            self._hand_on(result.turn)
         return result.outcome.value
+
+    def _hand_on(self, turn: Turn) -> None:
+        delay = handoff_delay(turn, self.services.clock())
+        self.services.queue.enqueue(turn.id, turn.version, delay_seconds=delay)
+        _log.info("turn %r still runnable; re-enqueued (delay %d s)", turn.id, delay)
+
+    def _count_failure(self, worker: Worker, turn_id: str, exc: Exception) -> str:
+        """A run that raised what no retry of the record would cure by itself (a bug, a snapshot too large to
+        save, ...): counted as a failed attempt in the snapshot, so the turn is tried a bounded number of
+        times and then ends FAILED (``cannot_run``) instead of being redelivered and re-swept forever.
+
+        If even that cannot be written, the record fails as before (SQS retries it, then the DLQ has it).
+        """
+        _log.exception("turn %r failed in the worker; counting the attempt", turn_id)
+        self.telemetry.count("RunErrors")
+        turn = worker.runner.record_failure(turn_id, exc)
+        if turn.status.is_runnable:
+            self._hand_on(turn)
+        return "FAILED_ATTEMPT"
 
     def _observe(self, result: WorkResult, message_version: int, picked_up: float) -> None:
         turn = result.turn

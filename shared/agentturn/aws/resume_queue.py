@@ -78,15 +78,17 @@ class SqsResumeQueue:
         self.delay_seconds = delay_seconds
         self.fifo = queue_url.endswith(".fifo")
 
-    def enqueue(self, turn_id: str, version: int, *, projected: bool = False) -> None:
+    def enqueue(self, turn_id: str, version: int, *, projected: bool = False, delay_seconds: int = 0) -> None:
         message = ResumeMessage(turn_id=turn_id, version=version, projected=projected)
         # Defaults left out: a message without a receipt is the plain {"turnId", "version"}.
         body = message.model_dump_json(by_alias=True, exclude_defaults=True)
         kwargs: dict[str, Any] = {}
+        delay = min(900, max(self.delay_seconds, delay_seconds))
         if self.fifo:
             kwargs["MessageGroupId"] = turn_id
             kwargs["MessageDeduplicationId"] = f"{turn_id}:{version}"
-        elif self.delay_seconds:
-            # FIFO queues refuse per-message delays; standard queues honour them.
-            kwargs["DelaySeconds"] = self.delay_seconds
+        elif delay:
+            # FIFO queues refuse per-message delays (there a turn in backoff is left to the sweeper, as the
+            # worker acknowledges a message that comes early); standard queues honour them.
+            kwargs["DelaySeconds"] = delay
         self.client.send_message(QueueUrl=self.queue_url, MessageBody=body, **kwargs)

@@ -336,6 +336,8 @@ class DynamoDBTurnStore:
             # The only thing that failed is "cancel not requested": write again carrying the flag. This is
             # the one case a save costs two requests, and it happens once, on a turn about to be cancelled.
             cancel = True
+            # Carrying the flag changes what the indexes hold (a blocked turn with it is due for the sweeper).
+            stored = stored.model_copy(update={"cancel_requested": True})
             outcome = self._update_snapshot(stored, body, expected_version, lease_id, now, write_id, cancel=cancel)
         if isinstance(outcome, _Landed):
             # Our write is what the item holds; a cancel requested since then is on it too.

@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
@@ -51,6 +51,13 @@ CONSOLE_HEADERS: Final = {
     "Cache-Control": "no-cache",
 }
 _HOP_BY_HOP: Final = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "upgrade"})
+#: Connections the kernel queues while every request thread is busy being started: the console polls, a
+#: test fires dozens at once, and a full queue answers nothing at all (connection reset or a stalled SYN).
+LISTEN_BACKLOG: Final = 128
+#: Longest request path answered (API Gateway's own limit on a request line is near 8 KB; http.server's is
+#: 64 KB, answered with an HTML page).
+MAX_PATH_BYTES: Final = 8192
+_BAD_ESCAPE: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 Invoke = Callable[[dict[str, Any]], Any]
 
@@ -81,15 +88,40 @@ def static_file(web_dir: Path, raw_path: str) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+def odd_path(target: str, path: str) -> HttpResponse | None:
+    """A 4xx problem for a request target no route or file could mean, or ``None``: checked before any
+    file lookup or routing, so that neither ever sees a NUL byte, a dot segment or a broken escape."""
+    if len(target) > MAX_PATH_BYTES:
+        return _problem(414, "uri-too-long", "Request path too long", f"at most {MAX_PATH_BYTES} bytes")
+    # (http.server decodes the request line as Latin-1: any byte above 0x7e shows up as such a character.)
+    if not target.startswith("/") or target.startswith("//") or any(not "\x21" <= c <= "\x7e" for c in target):
+        return _problem(400, "bad-path", "Bad request path", "the path must be printable ASCII starting with '/'")
+    if _BAD_ESCAPE.search(target):
+        return _problem(400, "bad-path", "Bad request path", "'%' must start an escape of two hex digits")
+    try:
+        decoded = unquote(path, errors="strict")
+    except UnicodeDecodeError:
+        return _problem(400, "bad-path", "Bad request path", "escapes must decode to UTF-8")
+    if any(c < " " or c in "\x7f\\" for c in decoded):
+        return _problem(400, "bad-path", "Bad request path", "control characters and '\\' are not allowed")
+    if any(segment in (".", "..") for segment in decoded.split("/")):
+        return _problem(400, "bad-path", "Bad request path", "'.' and '..' segments are not allowed")
+    return None
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = LISTEN_BACKLOG
+    # Request threads must not keep the process alive past a bounded shutdown.
+    daemon_threads = True
+    block_on_close = False
+
+
 class LocalGateway:
     def __init__(self, config: GatewayConfig, *, run: Invoke, submit: Invoke) -> None:
         self.config = config
         self.run = run
         self.submit = submit
-        self.server = ThreadingHTTPServer((LOOPBACK, config.port), _handler_class(self))
-        # Request threads must not keep the process alive past a bounded shutdown.
-        self.server.daemon_threads = True
-        self.server.block_on_close = False
+        self.server = _Server((LOOPBACK, config.port), _handler_class(self))
         self._thread: threading.Thread | None = None
 
     @property
@@ -130,6 +162,9 @@ class LocalGateway:
         }
 
     def call_api(self, request: HttpRequest, user: str) -> HttpResponse:
+        if request.method == "HEAD":
+            # Answered as the GET it mirrors (the handler side strips the body): never a 405.
+            request = replace(request, method="GET")
         matched = match_route(request.method, request.raw_path, ALL_GROUPS)
         route = matched.route
         parameters: dict[str, str] = {}
@@ -206,7 +241,11 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 self._send(_problem(421, "misdirected", "Misdirected request", "use the URL agentturn dev printed"))
                 return
             split = urlsplit(self.path)
-            raw_path = split.path or "/"
+            raw_path = split.path
+            refused = odd_path(self.path, raw_path)
+            if refused is not None:
+                self._send(refused)
+                return
             if self.command in ("GET", "HEAD"):
                 if raw_path == "/_dev/info":
                     self._send(
@@ -249,6 +288,14 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                     (time.monotonic() - started) * 1000,
                     user,
                 )
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # What http.server refuses itself (a malformed or overlong request line, an unknown method) is
+            # answered as a problem too, not as its HTML page.
+            self.close_connection = True
+            title = message or self.responses.get(code, ("Error", ""))[0]
+            slug = {414: "uri-too-long", 501: "not-implemented"}.get(code, "bad-request")
+            self._send(_problem(code, slug, title, explain or title))
 
         def _read_body(self) -> bytes | HttpResponse:
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():

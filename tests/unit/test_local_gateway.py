@@ -1,0 +1,154 @@
+"""The local gateway on a real loopback socket: a burst of connections is queued and answered, every odd
+path is a 4xx problem before any file lookup or route, and HEAD mirrors GET without a body."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentturn.local.gateway import LISTEN_BACKLOG, MAX_PATH_BYTES, GatewayConfig, LocalGateway
+
+BURST = 60
+#: Bound on every socket wait: a queued connection completes at once; one the kernel dropped would not.
+TIMEOUT = 5.0
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
+        self.events.append(event)
+        body = json.dumps({"method": event["requestContext"]["http"]["method"], "path": event["rawPath"]})
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": body}
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[tuple[LocalGateway, Recorder, Path]]:
+    (tmp_path / "index.html").write_text("<title>console</title>")
+    run, submit = Recorder(), Recorder()
+    config = GatewayConfig(port=0, default_user="dev-user", log_requests=False, web_dir=tmp_path)
+    server = LocalGateway(config, run=run, submit=submit)
+    yield server, run, tmp_path
+    assert server.stop(TIMEOUT)
+
+
+def raw_request(port: int, target: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    """One request exactly as written (no client-side normalisation of the path)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        head = f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        sock.sendall(head.encode("latin-1"))
+        return parse(read_all(sock))
+
+
+def read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse(data: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
+
+
+def test_a_burst_of_connections_waits_in_the_backlog_and_every_one_is_answered(gateway: Any) -> None:
+    # GIVEN a gateway whose socket listens but which is not accepting yet (as when it is busy)
+    server, _, _ = gateway
+    assert LISTEN_BACKLOG >= 128
+
+    # WHEN 60 clients connect at once
+    sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) for _ in range(BURST)]
+    try:
+        # THEN every connection was queued by the kernel (with a backlog of 5, the 7th would not complete)
+        for sock in sockets:
+            sock.sendall(
+                f"GET /_dev/info HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nConnection: close\r\n\r\n".encode()
+            )
+        # AND once the gateway accepts, each gets a full HTTP answer
+        server.start()
+        statuses = [parse(read_all(sock))[0] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert statuses == [200] * BURST
+
+
+ODD_TARGETS = [
+    "/%00",
+    "/index.html%00.js",
+    "/turns/t-1%00",
+    "/..",
+    "/../etc/passwd",
+    "/%2e%2e/%2e%2e/etc/passwd",
+    "/vendor/./forms.js",
+    "/turns/%2E",
+    "/%zz",
+    "/turns/t-1%4",
+    "/%",
+    "/%ff%fe",
+    "/a%5c..%5cb",
+    "/a%01b",
+    "*",
+    "/" + "a" * (MAX_PATH_BYTES + 1),
+    "/\xe9",
+]
+
+
+def test_every_odd_path_is_a_4xx_problem_before_any_file_or_route(gateway: Any) -> None:
+    # GIVEN a running gateway
+    server, run, _ = gateway
+    server.start()
+    for method in ("GET", "HEAD", "POST"):
+        for target in ODD_TARGETS:
+            # WHEN a request names an odd path
+            status, headers, body = raw_request(server.port, target, method)
+
+            # THEN it is answered (not dropped) with a 4xx problem
+            assert 400 <= status < 500, (method, target, status, body)
+            assert headers["content-type"] == "application/problem+json", (method, target)
+            if method != "HEAD":
+                problem = json.loads(body)
+                assert problem["status"] == status
+                assert problem["type"].startswith("https://agentturn.dev/problems/")
+    # AND no handler ever saw one
+    assert run.events == []
+
+
+def test_a_request_line_http_server_refuses_itself_is_a_problem_too(gateway: Any) -> None:
+    # GIVEN a running gateway WHEN the request line is longer than http.server reads
+    server, _, _ = gateway
+    server.start()
+    status, headers, body = raw_request(server.port, "/" + "b" * 70_000)
+
+    # THEN the answer is a problem, not http.server's HTML page
+    assert status == 414
+    assert headers["content-type"] == "application/problem+json"
+    assert json.loads(body)["status"] == 414
+
+
+def test_head_is_answered_like_get_without_a_body(gateway: Any) -> None:
+    # GIVEN a running gateway
+    server, run, _ = gateway
+    server.start()
+    for target in ("/", "/_dev/info", "/turns/t-1", "/conversations/c-1/messages?limit=5"):
+        # WHEN the same target is asked with GET and with HEAD
+        get_status, get_headers, get_body = raw_request(server.port, target, "GET")
+        head_status, head_headers, head_body = raw_request(server.port, target, "HEAD")
+
+        # THEN HEAD has GET's status, type and length, and no body
+        assert head_status == get_status == 200, target
+        assert head_headers["content-type"] == get_headers["content-type"]
+        assert head_headers["content-length"] == str(len(get_body))
+        assert head_body == b""
+    # AND the API routes saw a GET each time (HEAD is not a route of its own: never a 405)
+    assert len(run.events) == 4
+    assert all(event["requestContext"]["http"]["method"] == "GET" for event in run.events)
