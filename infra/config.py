@@ -33,8 +33,7 @@ Context keys (all optional):
                                  cannot starve resumes; at least workerMaxConcurrency)
 ``sweepIntervalMinutes``         how often the sweeper runs (default 1)
 ``expireOverdueWaits``           the sweeper also ends waits whose input timeout has passed
-                                 (``AGENTTURN_EXPIRE_OVERDUE``; default true, as in the handlers); it
-                                 widens the sweeper's access. Turn it off if no agent sets a timeout.
+                                 (``AGENTTURN_EXPIRE_OVERDUE``; default true, as in the handlers)
 ``terminalTtlDays``              delete terminal turns (DynamoDB TTL) this many days after they end
 ``snapshotObjectExpirationDays`` expire spilled turn snapshots (``turns/`` prefix) after this many days;
                                  only safe if no turn waits longer than that (default: never)

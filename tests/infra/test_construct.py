@@ -149,7 +149,10 @@ def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[A
                    QUEUE_ARN: {"sqs:SendMessage"}},
         "worker": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:UpdateItem"}, **timeline, **blobs,
                    QUEUE_ARN: {"sqs:SendMessage", *CONSUME}},
-        "sweeper": {f"{TURNS_ARN}/index/runnable": {"dynamodb:Query"}, QUEUE_ARN: {"sqs:SendMessage"}},
+        # It finishes stranded cancels (and, by default, expires overdue waits): load, save, project.
+        "sweeper": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+                    f"{TURNS_ARN}/index/runnable": {"dynamodb:Query"}, f"{TURNS_ARN}/index/overdue": {"dynamodb:Query"},
+                    **timeline, **blobs, QUEUE_ARN: {"sqs:SendMessage"}},
     }  # fmt: skip
     for function, wanted in expected.items():
         assert grants(template, system, function) == wanted, function

@@ -273,7 +273,8 @@ def test_variant_environment_tuning(variant: Synth) -> None:
     assert settings.terminal_ttl_seconds == 30 * 86_400
     sweeper = Settings.from_env(_placeholder_env(variant, "sweeper"))
     assert not sweeper.expire_overdue
-    assert tables.ENV_SNAPSHOT_BUCKET not in _placeholder_env(variant, "sweeper")
+    # It still finishes stranded cancels, which loads snapshots (possibly spilled to the bucket).
+    assert tables.ENV_SNAPSHOT_BUCKET in _placeholder_env(variant, "sweeper")
 
 
 def test_by_default_the_sweeper_expires_overdue_waits(synth: Synth) -> None:
@@ -514,3 +515,13 @@ def test_every_function_has_a_throttle_alarm(synth: Synth) -> None:
         {"Name": "QueueName",
          "Value": {"Fn::GetAtt": [synth.logical_id(synth.system.retention_dead_letter_queue), "QueueName"]}}
     ]  # fmt: skip
+
+
+def test_turns_that_could_not_run_raise_an_alarm(synth: Synth) -> None:
+    # The worker's own metrics (Powertools EMF, "service" dimension): a turn ended FAILED after its bounded
+    # attempts, or after its model failed through every retry.
+    for alarm_name in ("TurnsUnrunnable", "ModelRetriesExhausted"):
+        alarm = synth.resource(synth.system.alarms.alarms[alarm_name])["Properties"]
+        assert (alarm["Namespace"], alarm["MetricName"]) == ("agentturn", alarm_name)
+        assert alarm["Dimensions"] == [{"Name": "service", "Value": "agentturn"}]
+        assert alarm["Threshold"] == 1

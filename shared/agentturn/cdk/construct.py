@@ -442,13 +442,12 @@ class AgentTurn(Construct):
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing else "true",
         }
-        access = permissions.access(name, expire_overdue=settings.expire_overdue_waits)
+        access = permissions.access(name)
         if access.blobs or access.purge:
-            # A sweeper that only re-enqueues decides from the index projection alone: without the bucket
-            # it makes no S3 client (and it has no S3 permission either).
+            # Only functions that read or delete bodies get the bucket (the others make no S3 client).
             env[tables.ENV_SNAPSHOT_BUCKET] = self.bucket.bucket_name
         if name == "sweeper":
-            # Said either way: the handlers' own default must not decide what IAM was granted for.
+            # Said either way: the deployment decides, not the handlers' own default.
             env["AGENTTURN_EXPIRE_OVERDUE"] = "true" if settings.expire_overdue_waits else "false"
         if settings.default_agent is not None:
             env["AGENTTURN_DEFAULT_AGENT"] = settings.default_agent
@@ -530,7 +529,7 @@ class AgentTurn(Construct):
         )
         blob_objects = [self.bucket.arn_for_objects(f"{prefix}*") for prefix in permissions.BLOB_PREFIXES]
         for name, fn in self.functions.items():
-            access = permissions.access(name, expire_overdue=self.settings.expire_overdue_waits)
+            access = permissions.access(name)
             statements: list[iam.PolicyStatement] = []
             if access.turn_actions:
                 statements.append(

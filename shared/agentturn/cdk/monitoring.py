@@ -4,7 +4,8 @@
   table (the sweeper will offer it again), but something fails deterministically: look now.
 - **Oldest message age**: the worker is not keeping up, or is failing and retrying (a record reported as
   a batch item failure is retried after the visibility timeout, so its age passes the threshold).
-- **The worker's failed records and the sweeper's failed sends** (the handlers' own metrics).
+- **The worker's failed records and the sweeper's failed sends** (the handlers' own metrics), and **turns
+  that ended FAILED because they could not run** or because the model failed through every retry.
 - **Throttles of each function**: its reserved concurrency (the worker's) or the account's is used up.
 - **Retention dead-letter queue**: a removed turn's timeline entries or objects could not be deleted.
 - **Errors of each function**: the worker's invocation errors (crashes, timeouts; a failed record of a
@@ -107,6 +108,18 @@ class Alarms(Construct):
         # failed (retried by SQS), and a re-enqueue the sweeper could not send.
         for alarm_name, metric_name, description in (
             ("WorkerRecordsFailed", "RecordsFailed", "The worker failed resume records (they are retried)."),
+            # A turn that could not run after its bounded attempts (agent version missing, a run that keeps
+            # failing) ended FAILED: someone's answer will not be acted on.
+            (
+                "TurnsUnrunnable",
+                "TurnsUnrunnable",
+                "A turn ended FAILED because it could not run (agent_unavailable, cannot_run).",
+            ),
+            (
+                "ModelRetriesExhausted",
+                "ModelRetriesExhausted",
+                "A turn ended FAILED after its model kept failing (throttled or unavailable) through every retry.",
+            ),
             ("SweepEnqueueFailures", "SweepEnqueueFailures", "The sweeper could not re-enqueue runnable turns."),
         ):
             self._add(

@@ -29,10 +29,10 @@ Which function uses what:
 - **retention** reads the turns table's stream (only TTL removals reach it) and deletes what the removed
   turn left: its timeline entries, its objects under ``turns/`` and ``conversations/``, the conversation's
   hold on it. It reads no snapshot of a live turn and writes nothing else.
-- **sweeper** reads only the sparse ``runnable`` index (its projection holds what it decides on) and
-  enqueues; it cannot read snapshots, the timeline or the bucket. Only where the stack enables expiring
-  overdue waits (``expireOverdueWaits``: ``Runner.expire_overdue``) does it also query the ``overdue``
-  index and load, save and project the turns it expires, like submit.
+- **sweeper** queries the sparse ``runnable`` index and enqueues what it finds, and queries the sparse
+  ``overdue`` index for blocked turns that are due: a cancel whose process died before it finished (always:
+  a person asked for it, and the turn holds its conversation) and, where ``expireOverdueWaits`` is on, a
+  wait whose input timeout passed. Those it loads, saves and projects, like submit.
 
 No statement uses ``dynamodb:*``, a ``*`` resource or a wildcard action for data. Scan, BatchGetItem,
 DescribeTable, Query on the turns table itself and every management call are granted to nobody.
@@ -109,21 +109,16 @@ ACCESS: Final = {
     "worker": FunctionAccess(
         turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, consume=True, invoke_model=True
     ),
-    "sweeper": FunctionAccess(turn_indexes=(tables.RUNNABLE_INDEX,), send=True),
+    "sweeper": FunctionAccess(
+        turn_actions=(*TURN_READ, *TURN_UPDATE),
+        turn_indexes=(tables.RUNNABLE_INDEX, tables.OVERDUE_INDEX),
+        timeline=True,
+        blobs=True,
+        send=True,
+    ),
     "retention": FunctionAccess(purge=True),
 }
 
-#: The sweeper when it also expires overdue waits: load, save and project each turn it expires.
-EXPIRING_SWEEPER: Final = FunctionAccess(
-    turn_actions=(*TURN_READ, *TURN_UPDATE),
-    turn_indexes=(tables.RUNNABLE_INDEX, tables.OVERDUE_INDEX),
-    timeline=True,
-    blobs=True,
-    send=True,
-)
 
-
-def access(function: str, *, expire_overdue: bool) -> FunctionAccess:
-    if function == "sweeper" and expire_overdue:
-        return EXPIRING_SWEEPER
+def access(function: str) -> FunctionAccess:
     return ACCESS[function]
