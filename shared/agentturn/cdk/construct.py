@@ -39,6 +39,7 @@ from constructs import Construct
 
 from agentturn.api.lambdas import SERVICE
 from agentturn.api.routes import RUN_LAMBDA_GROUPS, SUBMIT_LAMBDA_GROUPS, RouteGroup
+from agentturn.api.settings import DEFAULT_AGENTS
 from agentturn.aws import tables
 from agentturn.cdk import permissions
 from agentturn.cdk.api import AgentTurnApi
@@ -101,6 +102,7 @@ class AgentTurn(Construct):
     the team's folders, packages or modules, bundled at the root of every function beside ``agentturn``;
     ``requirements`` (a requirements file or a list) their third-party dependencies, installed as wheels
     for the Lambda's Python and architecture without Docker, in one resolution with agentturn's own.
+    Relative paths are resolved against the current folder (where ``cdk synth`` runs the app).
     """
 
     def __init__(
@@ -108,7 +110,7 @@ class AgentTurn(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        agents: str | None = None,
+        agents: str = DEFAULT_AGENTS,
         default_agent: str | None = None,
         code: Sequence[str | os.PathLike[str]] = (),
         requirements: str | os.PathLike[str] | Sequence[str] | None = None,
@@ -147,12 +149,10 @@ class AgentTurn(Construct):
             ("existing_bucket", existing_bucket is not None, "bucket_props", bucket_props),
         )  # fmt: skip
         overrides = _function_overrides(function_props)
+        # Relative paths are the app's: `cdk synth` runs it from the folder that holds cdk.json.
         base = Path.cwd()
-        settings_kwargs: dict[str, object] = {}
-        if agents is not None:
-            settings_kwargs["agents"] = agents
         self.settings = Settings(
-            **settings_kwargs,  # type: ignore[arg-type]  # only "agents", a str
+            agents=agents,
             default_agent=default_agent,
             code=tuple((base / Path(path)).resolve() for path in code),
             requirements=read_requirements(requirements, base=base),
