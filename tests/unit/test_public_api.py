@@ -7,7 +7,24 @@ from typing import Any
 
 import pytest
 
-from agentturn import FormMessage
+from agentturn import (
+    REQUEST_USER_INPUT,
+    Agent,
+    AiMessage,
+    ChatRequest,
+    FormDefinition,
+    FormMessage,
+    ResumeCommand,
+    ResumeKind,
+    Runner,
+    ScriptedChatModel,
+    Suspension,
+    ToolCall,
+    ToolMessage,
+    Turn,
+    TurnStatus,
+    UserInputTool,
+)
 from agentturn.api.models import SuspensionView
 from agentturn.state import SuspensionType
 
@@ -55,3 +72,71 @@ def test_suspension_view_schema_is_the_schema_dict() -> None:
     assert '"schema":{"type":"object"' in view.to_json()
     with pytest.warns(DeprecationWarning, match="schema_"):
         assert view.schema_ == SCHEMA
+
+
+# ------------------------------------------------------------------------ Suspension and ResumeCommand
+
+
+MEETING = FormDefinition("meeting", "Collect the meeting's topic", SCHEMA)
+
+
+def _asks_for_the_form_then_answers(request: ChatRequest) -> AiMessage:
+    """A scripted model as a function of the conversation: ask once, then report what came back."""
+    results = [m for m in request.messages if isinstance(m, ToolMessage)]
+    if not results:
+        return AiMessage(tool_calls=[ToolCall(id="call-1", name=REQUEST_USER_INPUT, arguments={"formKey": "meeting"})])
+    return AiMessage(content=f"got {results[-1].content}")
+
+
+def _waiting_runner() -> tuple[Runner, Turn]:
+    model = ScriptedChatModel(_asks_for_the_form_then_answers)
+    agent = Agent("a", "ask", model, tools=[UserInputTool(forms=[MEETING])])
+    runner = Runner(agents=[agent])
+    return runner, runner.run(agent, "conv-1", "book a room")
+
+
+def test_suspension_names_what_it_waits_for_with_typed_properties() -> None:
+    # GIVEN a turn waiting for a model-requested form
+    _, waiting = _waiting_runner()
+    suspension = waiting.suspension
+    assert suspension is not None
+    # WHEN its properties are read THEN they are the metadata's values under one name each
+    assert suspension.action_id == suspension.correlation_id == "call-1"
+    assert suspension.form_key == "meeting"
+    assert suspension.schema == SCHEMA
+    assert suspension.tool_name == REQUEST_USER_INPUT
+    # AND the schema handed out is a copy: editing it changes nothing frozen in the turn
+    handed_out = suspension.schema
+    assert handed_out is not None
+    handed_out["required"] = []
+    assert suspension.schema == SCHEMA
+
+
+def test_plain_text_suspension_has_no_form_details() -> None:
+    # GIVEN a plain-text wait point WHEN its form properties are read THEN they are None, not a KeyError
+    suspension = Suspension.user_input("which room?")
+    assert suspension.action_id == suspension.correlation_id
+    assert (suspension.form_key, suspension.schema, suspension.tool_name) == (None, None, None)
+
+
+def test_submit_form_resumes_the_form_it_names() -> None:
+    # GIVEN a turn waiting for a form
+    runner, waiting = _waiting_runner()
+    assert waiting.suspension is not None
+    # WHEN the person's data is submitted with submit_form
+    done = runner.resume(waiting.id, ResumeCommand.submit_form(waiting.suspension.action_id, {"topic": "Review"}))
+    # THEN the turn completes and the model got the data
+    assert done.status is TurnStatus.COMPLETED
+    assert done.final_output is not None and "Review" in done.final_output
+
+
+def test_submit_form_and_the_two_argument_user_input_are_the_same_command() -> None:
+    # GIVEN the seed's overloaded form and the explicit one WHEN both are built THEN they are equal, without warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        old = ResumeCommand.user_input("call-1", {"topic": "x"})
+        text = ResumeCommand.user_input("just text")
+    assert ResumeCommand.submit_form("call-1", {"topic": "x"}) == old
+    assert old.kind is ResumeKind.FORM_INPUT and text.kind is ResumeKind.TEXT_INPUT
+    with pytest.raises(TypeError, match="dict"):
+        ResumeCommand.submit_form("call-1", ["not", "a", "dict"])  # type: ignore[arg-type]

@@ -136,7 +136,7 @@ class Operations:
     # ------------------------------------------------------------------ answers
 
     def submit_form(self, caller: str, turn_id: str, action_id: str, data: dict[str, Any], key: str) -> ActionAccepted:
-        return self._resume(caller, turn_id, ResumeCommand.user_input(action_id, data), key)
+        return self._resume(caller, turn_id, ResumeCommand.submit_form(action_id, data), key)
 
     def decline(self, caller: str, turn_id: str, action_id: str, reason: str | None, key: str) -> ActionAccepted:
         return self._resume(caller, turn_id, ResumeCommand.decline_input(action_id, reason), key)
