@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import json
+import subprocess
+import sys
 import warnings
 from typing import Any
 
 import pytest
 
+import agentturn
 from agentturn import (
     REQUEST_USER_INPUT,
     Agent,
@@ -24,6 +29,7 @@ from agentturn import (
     Turn,
     TurnStatus,
     UserInputTool,
+    errors,
 )
 from agentturn.api.models import SuspensionView
 from agentturn.state import SuspensionType
@@ -140,3 +146,59 @@ def test_submit_form_and_the_two_argument_user_input_are_the_same_command() -> N
     assert old.kind is ResumeKind.FORM_INPUT and text.kind is ResumeKind.TEXT_INPUT
     with pytest.raises(TypeError, match="dict"):
         ResumeCommand.submit_form("call-1", ["not", "a", "dict"])  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------ the package itself
+
+
+def _fresh_interpreter(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_importing_agentturn_loads_none_of_the_runtime() -> None:
+    # GIVEN a fresh interpreter WHEN it imports agentturn alone
+    loaded = json.loads(_fresh_interpreter("import sys, json, agentturn; print(json.dumps(sorted(sys.modules)))"))
+    # THEN no runtime module, no JSON Schema validator, no pydantic and no AWS SDK came with it
+    heavy = ("jsonschema", "pydantic", "boto3", "botocore", "agentturn.runner", "agentturn.validation")
+    assert [m for m in loaded if m.startswith(heavy)] == []
+
+
+def test_a_public_name_loads_only_what_it_needs() -> None:
+    # GIVEN a fresh interpreter WHEN it uses one light name THEN the runner and the validator stay unloaded
+    code = "import sys, agentturn; agentturn.ResumeCommand; print('agentturn.runner' in sys.modules)"
+    assert _fresh_interpreter(code) == "False"
+
+
+def test_every_exported_name_resolves_and_star_import_gives_all() -> None:
+    # GIVEN the package's __all__ WHEN each name is read THEN it is the object its defining module holds
+    for name in agentturn.__all__:
+        defining = importlib.import_module(agentturn._LAZY[name])
+        assert getattr(agentturn, name) is getattr(defining, name), name
+    namespace: dict[str, Any] = {}
+    exec("from agentturn import *", namespace)
+    assert set(agentturn.__all__) <= set(namespace)
+    assert set(agentturn.__all__) <= set(dir(agentturn))
+
+
+def test_model_error_is_exported() -> None:
+    # GIVEN the error every chat model adapter raises WHEN imported from the package THEN it is the same class
+    from agentturn import ModelError, ModelErrorKind
+
+    assert ModelError is errors.ModelError and ModelErrorKind is errors.ModelErrorKind
+    assert "ModelError" in agentturn.__all__
+
+
+def test_tool_protocol_error_is_no_longer_exported_but_still_resolves_with_a_warning() -> None:
+    # GIVEN code that imported the never-raised ToolProtocolError from the package
+    assert "ToolProtocolError" not in agentturn.__all__
+    # WHEN it reads the name THEN it still gets the class, and a DeprecationWarning
+    with pytest.warns(DeprecationWarning, match="ToolProtocolError"):
+        value = agentturn.ToolProtocolError
+    assert value is errors.ToolProtocolError
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    # GIVEN a name the package never had WHEN it is read THEN AttributeError names it (hasattr keeps working)
+    with pytest.raises(AttributeError, match="'NoSuchThing'"):
+        _ = agentturn.NoSuchThing
+    assert not hasattr(agentturn, "NoSuchThing")
