@@ -10,6 +10,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentturn._signature import keyword_only_with_positional_fallback
 from agentturn.messages import ToolCall
 
 ToolFunction = Callable[[dict[str, Any]], Any]
@@ -21,11 +22,13 @@ _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 class Tool:
     """A tool the model may call. ``function(arguments)`` returns any JSON-serialisable value."""
 
+    @keyword_only_with_positional_fallback
     def __init__(
         self,
         name: str,
         description: str,
         function: ToolFunction,
+        *,
         parameters: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:

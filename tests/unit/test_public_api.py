@@ -17,6 +17,7 @@ from agentturn import (
     Agent,
     AiMessage,
     ChatRequest,
+    ExecutionPolicy,
     FormDefinition,
     FormMessage,
     ResumeCommand,
@@ -24,6 +25,7 @@ from agentturn import (
     Runner,
     ScriptedChatModel,
     Suspension,
+    Tool,
     ToolCall,
     ToolMessage,
     Turn,
@@ -202,3 +204,49 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="'NoSuchThing'"):
         _ = agentturn.NoSuchThing
     assert not hasattr(agentturn, "NoSuchThing")
+
+
+# ------------------------------------------------------------------- keyword-only after the first few
+
+
+def _echo(arguments: dict[str, Any]) -> dict[str, Any]:
+    return arguments
+
+
+PARAMETERS: dict[str, Any] = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def test_the_documented_positional_calls_raise_no_warning() -> None:
+    # GIVEN the calls DESIGN documents WHEN they are made THEN nothing warns
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tool = Tool("echo", "Echo", _echo, metadata={"m": 1})
+        Tool("echo", "Echo", _echo, parameters=PARAMETERS)
+        agent = Agent("a", "i", ScriptedChatModel([]), tools=[tool])
+    assert agent.tools == {"echo": tool}
+
+
+def test_tool_parameters_passed_positionally_still_work_with_a_deprecation_warning() -> None:
+    # GIVEN a call written when every Tool parameter was positional
+    with pytest.warns(DeprecationWarning, match=r"parameters, metadata to Tool\(\) positionally"):
+        tool = Tool("echo", "Echo", _echo, PARAMETERS, {"m": 1})  # type: ignore[call-arg]
+    # THEN each value landed where it always did
+    assert (tool.parameters, tool.metadata) == (PARAMETERS, {"m": 1})
+
+
+def test_agent_parameters_passed_positionally_still_work_with_a_deprecation_warning() -> None:
+    # GIVEN a call written when every Agent parameter was positional
+    tool = Tool("echo", "Echo", _echo)
+    policy = ExecutionPolicy(max_iterations=3)
+    with pytest.warns(DeprecationWarning, match=r"tools, version, approval_policy, policy to Agent\(\)"):
+        agent = Agent("a", "i", ScriptedChatModel([]), [tool], "7", None, policy)  # type: ignore[call-arg]
+    # THEN each value landed where it always did
+    assert (agent.tools, agent.version, agent.approval_policy, agent.policy) == ({"echo": tool}, "7", None, policy)
+
+
+def test_too_many_or_duplicated_positionals_are_type_errors() -> None:
+    # GIVEN more positional values than there are parameters, or one given twice WHEN called THEN TypeError
+    with pytest.raises(TypeError, match="at most 5 positional"):
+        Tool("echo", "Echo", _echo, None, None, "extra")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'parameters'"):
+        Tool("echo", "Echo", _echo, PARAMETERS, parameters=PARAMETERS)  # type: ignore[misc]
