@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from agentturn.state import SCHEMA_VERSION, Suspension, SuspensionType, Turn, TurnPhase, TurnStatus
     from agentturn.store import InMemoryTurnStore, Lease, RunnableTurn, TurnStore
     from agentturn.tools import Tool, ToolContext, ToolSpec
+    from agentturn.typed_tools import ToolArgumentsError, tool
     from agentturn.validation import validate_form_data
     from agentturn.worker import Worker, WorkOutcome, WorkResult
 
@@ -105,6 +106,7 @@ _LAZY: Final[dict[str, str]] = {
     "ToolCall": "agentturn.messages",
     "ToolContext": "agentturn.tools",
     "ToolMessage": "agentturn.messages",
+    "ToolArgumentsError": "agentturn.typed_tools",
     "ToolSpec": "agentturn.tools",
     "Turn": "agentturn.state",
     "TurnNotFoundError": "agentturn.errors",
@@ -119,6 +121,7 @@ _LAZY: Final[dict[str, str]] = {
     "WorkResult": "agentturn.worker",
     "Worker": "agentturn.worker",
     "require_form": "agentturn.forms",
+    "tool": "agentturn.typed_tools",
     "validate_form_data": "agentturn.validation",
 }
 
@@ -179,6 +182,7 @@ __all__ = [
     "TimelineMessage",
     "Tool",
     "ToolApprovalDecision",
+    "ToolArgumentsError",
     "ToolCall",
     "ToolContext",
     "ToolMessage",
@@ -196,6 +200,7 @@ __all__ = [
     "WorkResult",
     "Worker",
     "require_form",
+    "tool",
     "validate_form_data",
 ]
 
