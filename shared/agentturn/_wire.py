@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,7 +41,15 @@ def schema_field_allowed() -> Iterator[None]:
         yield
 
 
-def warn_schema_underscore(stacklevel: int = 3) -> None:
+#: Modules between a caller and the deprecation warning: the warning names the first frame outside them.
+_INTERNAL_FRAMES = ("pydantic", "agentturn._wire", "agentturn.messages", "agentturn.api.models")
+
+
+def warn_schema_underscore() -> None:
+    # The old keyword reaches the validator through pydantic's own frames, so the caller's depth varies.
+    frame, stacklevel = sys._getframe(1), 2
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(_INTERNAL_FRAMES):
+        frame, stacklevel = frame.f_back, stacklevel + 1
     warnings.warn(
         "`schema_` is deprecated; use `schema` (the wire name never changed)", DeprecationWarning, stacklevel=stacklevel
     )
@@ -49,7 +58,7 @@ def warn_schema_underscore(stacklevel: int = 3) -> None:
 def accept_schema_underscore(data: Any) -> Any:
     """A ``model_validator(mode="before")`` body: the old keyword ``schema_=...`` still builds, with a warning."""
     if isinstance(data, dict) and "schema_" in data:
-        warn_schema_underscore(stacklevel=6)
+        warn_schema_underscore()
         if "schema" in data:
             raise ValueError("give `schema` or the deprecated `schema_`, not both")
         data = {("schema" if k == "schema_" else k): v for k, v in data.items()}

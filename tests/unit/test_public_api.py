@@ -59,11 +59,13 @@ def test_form_message_schema_is_the_schema_dict_not_pydantics_method() -> None:
 
 def test_form_message_schema_underscore_still_reads_and_builds_with_a_deprecation_warning() -> None:
     # GIVEN code written against the old name
-    with pytest.warns(DeprecationWarning, match="schema_"):
-        card = _card(schema_=SCHEMA)
+    with pytest.warns(DeprecationWarning, match="schema_") as built:
+        card = FormMessage(action_id="call-1", form_key="meeting", schema_=SCHEMA)
     # WHEN it reads the old attribute THEN it gets the schema, and is told to move
-    with pytest.warns(DeprecationWarning, match="use `schema`"):
+    with pytest.warns(DeprecationWarning, match="use `schema`") as read:
         assert card.schema_ == SCHEMA
+    # AND both warnings point at the caller's line, not at pydantic's or agentturn's insides
+    assert [w.filename for w in (*built, *read)] == [__file__, __file__]
     assert card.schema == SCHEMA
 
 
