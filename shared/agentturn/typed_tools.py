@@ -175,7 +175,12 @@ def tool_from_function(
     """See :meth:`agentturn.Tool.from_function`."""
     if not callable(function):
         raise TypeError(f"a tool needs a callable, not {function!r}")
-    tool_name = name or function.__name__
+    tool_name = name or getattr(function, "__name__", None)
+    if not tool_name:
+        raise TypeError(f"{function!r} has no __name__: give the tool a name")
+    if inspect.iscoroutinefunction(function):
+        # The runner calls tools synchronously; a coroutine would be returned unawaited as the "result".
+        raise TypeError(f"tool {tool_name!r}: async functions are not supported; wrap it in a synchronous function")
     docs = parse_docstring(function.__doc__)
     text = description if description is not None else docs.description
     if not text or not text.strip():

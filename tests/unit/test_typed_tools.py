@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 from typing import Annotated, Any, Literal
 
@@ -143,8 +144,16 @@ def test_functions_the_model_cannot_call_by_name_are_refused_when_the_tool_is_ma
         Tool.from_function(untyped)
     with pytest.raises(TypeError, match=r"'topics'.*nameable"):
         Tool.from_function(variadic)
+
+    async def asynchronous(topic: str) -> None:
+        """Async."""
+
     with pytest.raises(ValueError, match="description"):
         Tool.from_function(undocumented)
+    with pytest.raises(TypeError, match="async functions are not supported"):
+        Tool.from_function(asynchronous)
+    with pytest.raises(TypeError, match="no __name__"):
+        Tool.from_function(functools.partial(reserve_meeting_room, "Review"))
     assert Tool.from_function(undocumented, description="Say it").description == "Say it"
 
 
