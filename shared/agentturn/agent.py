@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal
 
+from agentturn._signature import keyword_only_with_positional_fallback
 from agentturn.chat import ChatModel
 from agentturn.forms import REQUEST_USER_INPUT, UserInputTool
 from agentturn.messages import ToolCall
@@ -77,11 +78,13 @@ ApprovalPolicy = Callable[["Turn", ToolCall, Tool], ToolApprovalDecision]
 
 
 class Agent:
+    @keyword_only_with_positional_fallback
     def __init__(
         self,
         id: str,
         instructions: str,
         chat_model: ChatModel,
+        *,
         tools: Iterable[Tool] = (),
         version: str = "1",
         approval_policy: ApprovalPolicy | None = None,

@@ -112,7 +112,7 @@ def play(
                 command = ResumeCommand.reject_tool(suspension.correlation_id, ask("reason: ") or None)
         else:
             data = _ask_form(suspension.metadata["schema"], ask, out)
-            command = ResumeCommand.user_input(suspension.correlation_id, data)
+            command = ResumeCommand.submit_form(suspension.action_id, data)
         try:
             runner.submit_resume(turn.id, command.with_metadata("submittedBy", "terminal-user"))
         except FormValidationError as exc:

@@ -43,12 +43,21 @@ class ResumeCommand(WireModel):
 
     @classmethod
     def user_input(cls, first: str, data: dict[str, Any] | None = None, /) -> ResumeCommand:
-        """``user_input(text)`` answers a plain-text wait; ``user_input(action_id, data)`` submits a form."""
+        """``user_input(text)`` answers a plain-text wait; ``user_input(action_id, data)`` submits a form.
+
+        The two-argument form is the seed's and keeps working; :meth:`submit_form` says the same thing without
+        giving one argument two meanings.
+        """
         if data is None:
             return cls(kind=ResumeKind.TEXT_INPUT, content=first)
+        return cls.submit_form(first, data)
+
+    @classmethod
+    def submit_form(cls, action_id: str, data: dict[str, Any]) -> ResumeCommand:
+        """Submit a form's data to the suspension ``action_id`` names (``turn.suspension.action_id``)."""
         if not isinstance(data, dict):
             raise TypeError("form data must be a dict")
-        return cls(kind=ResumeKind.FORM_INPUT, action_id=first, data=data)
+        return cls(kind=ResumeKind.FORM_INPUT, action_id=action_id, data=data)
 
     @classmethod
     def decline_input(cls, action_id: str, reason: str | None = None) -> ResumeCommand:

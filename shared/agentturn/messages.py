@@ -5,9 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, model_validator
 
-from agentturn._wire import WireModel
+from agentturn._wire import WireModel, accept_schema_underscore, schema_field_allowed, warn_schema_underscore
 
 
 class ToolCall(WireModel):
@@ -74,29 +74,43 @@ class CardAction(StrEnum):
     REJECT = "REJECT"
 
 
-class FormMessage(_TimelineFields):
-    """The UI card of a form: carries the frozen JSON Schema; never part of the model's context."""
+with schema_field_allowed():
 
-    type: Literal["agent_form"] = "agent_form"
-    action_id: str
-    form_key: str
-    description: str = ""
-    schema_: dict[str, Any] = Field(alias="schema")
-    #: "MODEL" when the model asked via request_user_input, "TOOL" when a business tool raised FormRequired.
-    input_target: Literal["MODEL", "TOOL"] = "MODEL"
-    tool_name: str = ""
-    status: FormStatus = FormStatus.PENDING
-    actions: list[CardAction] = Field(default_factory=lambda: [CardAction.SUBMIT])
-    submitted_values: dict[str, Any] | None = None
-    submitted_by: str | None = None
-    submitted_at: str | None = None
-    #: the submitted values were removed (the agent's retention policy); the card still shows it was answered
-    values_redacted: bool = False
-    decline_reason: str | None = None
-    #: when an unanswered form expires (ISO-8601 UTC), if the turn has an input timeout
-    expires_at: str | None = None
-    model_visible: Literal[False] = False
-    version: int = 1
+    class FormMessage(_TimelineFields):
+        """The UI card of a form: carries the frozen JSON Schema; never part of the model's context."""
+
+        type: Literal["agent_form"] = "agent_form"
+        action_id: str
+        form_key: str
+        description: str = ""
+        #: The JSON Schema frozen when the form was asked for (``card.schema``; wire name ``schema``).
+        schema: dict[str, Any]  # type: ignore[assignment]  # shadows BaseModel.schema, pydantic v1's classmethod
+        #: "MODEL" when the model asked via request_user_input, "TOOL" when a business tool raised FormRequired.
+        input_target: Literal["MODEL", "TOOL"] = "MODEL"
+        tool_name: str = ""
+        status: FormStatus = FormStatus.PENDING
+        actions: list[CardAction] = Field(default_factory=lambda: [CardAction.SUBMIT])
+        submitted_values: dict[str, Any] | None = None
+        submitted_by: str | None = None
+        submitted_at: str | None = None
+        #: the submitted values were removed (the agent's retention policy); the card still shows it was answered
+        values_redacted: bool = False
+        decline_reason: str | None = None
+        #: when an unanswered form expires (ISO-8601 UTC), if the turn has an input timeout
+        expires_at: str | None = None
+        model_visible: Literal[False] = False
+        version: int = 1
+
+        @model_validator(mode="before")
+        @classmethod
+        def _legacy_schema_keyword(cls, data: Any) -> Any:
+            return accept_schema_underscore(data)
+
+        @property
+        def schema_(self) -> dict[str, Any]:
+            """Deprecated: the name this field had while pydantic's ``BaseModel.schema`` was in the way."""
+            warn_schema_underscore()
+            return self.schema
 
 
 class ApprovalMessage(_TimelineFields):

@@ -105,7 +105,7 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
     if command.kind not in (ResumeKind.FORM_INPUT, ResumeKind.DECLINE_INPUT):
         raise InvalidResumeError(
             f"turn {turn.id!r} waits for form {suspension.metadata['formKey']!r}: "
-            "resume it with ResumeCommand.user_input(action_id, data) or decline_input(action_id)",
+            "resume it with ResumeCommand.submit_form(action_id, data) or decline_input(action_id)",
             reason="wrong_command",
         )
     _refuse_stale(turn, suspension, command.action_id)

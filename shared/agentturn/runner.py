@@ -882,7 +882,7 @@ class Runner:
                 action_id=call.id,
                 form_key=form.form_key,
                 description=form.description,
-                schema_=schema,
+                schema=schema,
                 input_target="MODEL" if target == "MODEL" else "TOOL",
                 tool_name=call.name,
                 expires_at=deadline_iso,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from enum import StrEnum
 from typing import Any, Literal
@@ -110,6 +111,31 @@ class Suspension(WireModel):
     def input_target(self) -> InputTarget | None:
         target = self.metadata.get("inputTarget")
         return target if target in ("MODEL", "TOOL") else None
+
+    # Typed reads of the metadata: the stored shape stays the seed's camelCase dict.
+
+    @property
+    def action_id(self) -> str:
+        """The id an answer must name (``ResumeCommand.submit_form(action_id, ...)``); = ``correlation_id``."""
+        return self.correlation_id
+
+    @property
+    def form_key(self) -> str | None:
+        """The form asked for; None for a plain-text wait or a tool approval."""
+        key = self.metadata.get("formKey")
+        return key if isinstance(key, str) else None
+
+    @property
+    def schema(self) -> dict[str, Any] | None:  # type: ignore[override]  # BaseModel.schema: pydantic v1's classmethod
+        """The JSON Schema frozen when the form was asked for (a copy: editing it changes no stored turn)."""
+        schema = self.metadata.get("schema")
+        return copy.deepcopy(schema) if isinstance(schema, dict) else None
+
+    @property
+    def tool_name(self) -> str | None:
+        """The tool that asked for the form, or whose call waits for approval."""
+        name = self.metadata.get("toolName")
+        return name if isinstance(name, str) else None
 
 
 class ToolCallState(WireModel):

@@ -10,6 +10,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentturn._signature import keyword_only_with_positional_fallback
 from agentturn.messages import ToolCall
 
 ToolFunction = Callable[[dict[str, Any]], Any]
@@ -21,11 +22,13 @@ _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 class Tool:
     """A tool the model may call. ``function(arguments)`` returns any JSON-serialisable value."""
 
+    @keyword_only_with_positional_fallback
     def __init__(
         self,
         name: str,
         description: str,
         function: ToolFunction,
+        *,
         parameters: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
@@ -38,6 +41,26 @@ class Tool:
         self.function = function
         self.parameters: dict[str, Any] = copy.deepcopy(dict(parameters or _EMPTY_PARAMETERS))
         self.metadata: dict[str, Any] = copy.deepcopy(dict(metadata or {}))
+
+    @classmethod
+    def from_function(
+        cls,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Tool:
+        """A tool whose parameter JSON Schema is derived from ``function``'s type hints and docstring.
+
+        ``function`` takes typed keyword arguments (``def reserve_room(topic: str, attendees: int = 2)``); the
+        model's arguments are validated with pydantic first, and refused arguments come back to the model as
+        a tool error naming each field. ``name`` defaults to the function's name, ``description`` to its
+        docstring's summary. Same as the ``@tool`` decorator.
+        """
+        from agentturn.typed_tools import tool_from_function  # pydantic model building: only when used
+
+        return tool_from_function(function, name=name, description=description, metadata=metadata)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

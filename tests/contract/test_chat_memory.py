@@ -45,7 +45,7 @@ def form(after_index: int, *, turn: str = "turn-1", call: str = "call-1", versio
         sort_key=f"2026#{turn}#{after_index:05d}.00",
         action_id=call,
         form_key="support_ticket_details",
-        schema_={"type": "object", "properties": {"affectedSystem": {"type": "string"}}},
+        schema={"type": "object", "properties": {"affectedSystem": {"type": "string"}}},
         version=version,
     )
 

@@ -427,6 +427,48 @@ def test_form_errors_name_each_field_by_json_pointer(world: World) -> None:
     assert paths == ["/affectedSystem", "/impactScope", "/role"]
 
 
+#: The four answer routes: (event template, path suffix, a valid body for it).
+_ANSWER_ROUTES: dict[str, tuple[str, dict[str, Any]]] = {
+    "submit": ("http_submit_form.json", {"data": {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}}),
+    "decline": ("http_decline.json", {"reason": "not now"}),
+    "approve": ("http_approve.json", {}),
+    "reject": ("http_reject.json", {"reason": "no"}),
+}
+#: What each answer route checks before it touches a turn, in the order a client meets the problems.
+_ANSWER_CHECKS: dict[str, tuple[dict[str, Any], int, str]] = {
+    "no identity (even without a key, on an unknown turn)": (
+        {"sub": None, "headers": {"idempotency-key": None}, "turn": "nope"},
+        401,
+        "unauthenticated",
+    ),
+    "no Idempotency-Key (even on an unknown turn)": (
+        {"headers": {"idempotency-key": None}, "turn": "nope"},
+        400,
+        "idempotency-key-required",
+    ),
+    "unknown turn": ({"turn": "0123456789abcdef0123456789abcdef"}, 404, "turn-not-found"),
+    "malformed action id": ({"action": "a%2Fb"}, 404, "action-not-found"),
+}
+
+
+@pytest.mark.parametrize("check", list(_ANSWER_CHECKS))
+@pytest.mark.parametrize("route", list(_ANSWER_ROUTES))
+def test_every_answer_route_checks_the_same_things_in_the_same_order(world: World, route: str, check: str) -> None:
+    # GIVEN one of the four answer routes, and a request that fails one of their shared checks
+    template, body = _ANSWER_ROUTES[route]
+    overrides, status, slug = _ANSWER_CHECKS[check]
+    turn, action = overrides.get("turn", world.waiting), overrides.get("action", world.action)
+    extra = {k: v for k, v in overrides.items() if k in ("sub", "headers")}
+    event = http_event(template, path=f"/turns/{turn}/actions/{action}/{route}", body=body, **extra)
+    before = world.deployment.dump()
+    # WHEN it arrives
+    response = world.deployment.submit(event)
+    # THEN every route refuses it alike, and nothing stored changed
+    assert response.status == status, response.body
+    assert response.json["type"] == PROBLEM + slug
+    assert world.deployment.dump() == before
+
+
 def test_wrong_method_lists_the_allowed_ones(world: World) -> None:
     response = world.deployment.run(http_event("http_get_turn.json", method="PUT", path=f"/turns/{world.waiting}"))
     assert response.status == 405

@@ -122,7 +122,7 @@ def test_each_chat_memory_operation_is_one_request(session: AwsSession) -> None:
         sort_key=ai.sort_key + ".00",
         action_id="c1",
         form_key="f",
-        schema_={},
+        schema={},
     )
 
     # WHEN each operation runs once

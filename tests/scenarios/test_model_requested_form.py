@@ -85,7 +85,7 @@ def test_meeting_room_booking_end_to_end(backend: Backend) -> None:
     assert isinstance(card, FormMessage)
     assert card.status is FormStatus.PENDING
     assert card.actions == ["SUBMIT"]
-    assert card.schema_ == MEETING_SCHEMA
+    assert card.schema == MEETING_SCHEMA
     assert card.to_wire()["type"] == "agent_form"
     assert card.to_wire()["modelVisible"] is False
 
@@ -282,7 +282,7 @@ def test_schema_changed_after_suspension_keeps_the_frozen_copy(backend: Backend)
     assert stored.suspension is not None
     assert stored.suspension.metadata["schema"] == MEETING_SCHEMA
     card = backend.memory("conv-1").get_message(f"{waiting.id}:input:call-456")
-    assert isinstance(card, FormMessage) and card.schema_ == MEETING_SCHEMA
+    assert isinstance(card, FormMessage) and card.schema == MEETING_SCHEMA
     # ... the submission is validated against that frozen copy (no "projector" required, none accepted)
     with pytest.raises(FormValidationError) as refused:
         runner.submit_resume(waiting.id, ResumeCommand.user_input("call-456", {**MEETING_DATA, "projector": True}))

@@ -38,7 +38,7 @@ def test_form_message_wire_format_matches_the_seed() -> None:
         turn_id="turn-123",
         action_id="call-456",
         form_key="support_ticket_details",
-        schema_={"type": "object"},
+        schema={"type": "object"},
     )
     wire = card.to_wire()
     assert {

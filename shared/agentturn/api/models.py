@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from agentturn._wire import accept_schema_underscore, schema_field_allowed, warn_schema_underscore
 from agentturn.messages import TimelineMessage
 from agentturn.state import SuspensionType, TurnPhase, TurnStatus
 
@@ -80,22 +81,35 @@ class RejectRequest(ApiModel):
 # ------------------------------------------------------------------------------------------- views
 
 
-class SuspensionView(ApiModel):
-    type: SuspensionType
-    #: The id the answer must name (``/turns/{turnId}/actions/{actionId}/...``).
-    action_id: str
-    #: The same value under the runtime's name for it.
-    correlation_id: str
-    message: str
-    form_key: str | None = None
-    #: The JSON Schema frozen when the turn stopped: render and validate against this one.
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
-    tool_name: str | None = None
-    input_target: Literal["MODEL", "TOOL"] | None = None
-    #: For approvals: the arguments of the tool call waiting for a decision.
-    arguments: dict[str, Any] | None = None
-    #: ISO-8601 UTC time after which the wait can no longer be answered, when the turn has an input timeout.
-    expires_at: str | None = None
+with schema_field_allowed():
+
+    class SuspensionView(ApiModel):
+        type: SuspensionType
+        #: The id the answer must name (``/turns/{turnId}/actions/{actionId}/...``).
+        action_id: str
+        #: The same value under the runtime's name for it.
+        correlation_id: str
+        message: str
+        form_key: str | None = None
+        #: The JSON Schema frozen when the turn stopped: render and validate against this one.
+        schema: dict[str, Any] | None = None  # type: ignore[assignment]  # shadows BaseModel.schema (pydantic v1)
+        tool_name: str | None = None
+        input_target: Literal["MODEL", "TOOL"] | None = None
+        #: For approvals: the arguments of the tool call waiting for a decision.
+        arguments: dict[str, Any] | None = None
+        #: ISO-8601 UTC time after which the wait can no longer be answered, when the turn has an input timeout.
+        expires_at: str | None = None
+
+        @model_validator(mode="before")
+        @classmethod
+        def _legacy_schema_keyword(cls, data: Any) -> Any:
+            return accept_schema_underscore(data)
+
+        @property
+        def schema_(self) -> dict[str, Any] | None:
+            """Deprecated: the name this field had while pydantic's ``BaseModel.schema`` was in the way."""
+            warn_schema_underscore()
+            return self.schema
 
 
 class ToolCallView(ApiModel):

@@ -135,19 +135,8 @@ class Operations:
 
     # ------------------------------------------------------------------ answers
 
-    def submit_form(self, caller: str, turn_id: str, action_id: str, data: dict[str, Any], key: str) -> ActionAccepted:
-        return self._resume(caller, turn_id, ResumeCommand.user_input(action_id, data), key)
-
-    def decline(self, caller: str, turn_id: str, action_id: str, reason: str | None, key: str) -> ActionAccepted:
-        return self._resume(caller, turn_id, ResumeCommand.decline_input(action_id, reason), key)
-
-    def approve(self, caller: str, turn_id: str, action_id: str, key: str) -> ActionAccepted:
-        return self._resume(caller, turn_id, ResumeCommand.approve_tool(action_id), key)
-
-    def reject(self, caller: str, turn_id: str, action_id: str, reason: str | None, key: str) -> ActionAccepted:
-        return self._resume(caller, turn_id, ResumeCommand.reject_tool(action_id, reason), key)
-
-    def _resume(self, caller: str, turn_id: str, command: ResumeCommand, key: str) -> ActionAccepted:
+    def answer(self, caller: str, turn_id: str, command: ResumeCommand, key: str) -> ActionAccepted:
+        """Apply a person's answer (any kind of :class:`ResumeCommand`) and hand the turn to a worker."""
         self.telemetry.bind(turnId=turn_id, actionId=command.action_id or "")
         # The idempotency record lives in the snapshot (turn.accepted_requests), written by the same
         # conditional write that applies the answer: no extra request, and no window between the two.

@@ -45,6 +45,7 @@ from agentturn.api.problems import COMMON_HEADERS, ProblemError
 from agentturn.api.routes import ROUTES, RouteGroup
 from agentturn.api.telemetry import Telemetry
 from agentturn.api.views import turn_view
+from agentturn.commands import ResumeCommand
 from agentturn.errors import AgentTurnError
 
 _log = logging.getLogger("agentturn.api")
@@ -201,6 +202,7 @@ def _responses(
 
 
 _SPECS: Final = {route.operation_id: route for route in ROUTES}
+_Route = Callable[..., Response[str]]
 _CONVERSATION_ID = Annotated[
     str, Path(alias="conversationId", pattern=CONVERSATION_ID_PATTERN, description="Chosen by the client.")
 ]
@@ -333,69 +335,51 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
         accepted = {202: ("Accepted; a worker resumes the turn", ActionAccepted)}
         answer_errors = (400, 404, 409, 413, 415, 422)
 
-        @app.post(
-            rule("submitForm"),
-            operation_id="submitForm",
-            summary="Submit a form card's data (validated against the schema frozen in the turn)",
-            responses=_responses(accepted, answer_errors),
-            tags=["actions"],
-        )
-        def submit_form(turn_id: _TURN_ID_PARAM, action_id: _ACTION_ID_PARAM, body: SubmitFormRequest) -> Response[str]:
+        def answer_route(operation_id: str, summary: str) -> Callable[[_Route], _Route]:
+            route: Callable[[_Route], _Route] = app.post(
+                rule(operation_id),
+                operation_id=operation_id,
+                summary=summary,
+                responses=_responses(accepted, answer_errors),
+                tags=["actions"],
+            )
+            return route
+
+        def answer(turn_id: str, action_id: str, command: Callable[[str], ResumeCommand]) -> Response[str]:
+            """Every answer route: who asks, which request, which turn and action, then one resume command."""
             context = _request(app)
+            # The order of the checks is the order of the problems a client sees: 401, then 400, then 404.
             caller, key = _caller(context), idempotency_key(context.event)
             tid = _turn_id(turn_id)
-            result = context.operations().submit_form(caller, tid, _action_id(tid, action_id), dict(body.data), key)
+            result = context.operations().answer(caller, tid, command(_action_id(tid, action_id)), key)
             return _json(202, result, {"Location": f"/turns/{tid}"})
 
-        @app.post(
-            rule("declineForm"),
-            operation_id="declineForm",
-            summary="Close a form card without filling it in (the model, or the tool, is told it was declined)",
-            responses=_responses(accepted, answer_errors),
-            tags=["actions"],
+        @answer_route("submitForm", "Submit a form card's data (validated against the schema frozen in the turn)")
+        def submit_form(turn_id: _TURN_ID_PARAM, action_id: _ACTION_ID_PARAM, body: SubmitFormRequest) -> Response[str]:
+            return answer(turn_id, action_id, lambda aid: ResumeCommand.submit_form(aid, dict(body.data)))
+
+        @answer_route(
+            "declineForm",
+            "Close a form card without filling it in (the model, or the tool, is told it was declined)",
         )
         def decline(
             turn_id: _TURN_ID_PARAM, action_id: _ACTION_ID_PARAM, body: Annotated[DeclineRequest | None, Body()] = None
         ) -> Response[str]:
-            context = _request(app)
-            caller, key = _caller(context), idempotency_key(context.event)
-            tid = _turn_id(turn_id)
             reason = body.reason if body is not None else None
-            result = context.operations().decline(caller, tid, _action_id(tid, action_id), reason, key)
-            return _json(202, result, {"Location": f"/turns/{tid}"})
+            return answer(turn_id, action_id, lambda aid: ResumeCommand.decline_input(aid, reason))
 
-        @app.post(
-            rule("approveToolCall"),
-            operation_id="approveToolCall",
-            summary="Approve the tool call an approval card waits for",
-            responses=_responses(accepted, answer_errors),
-            tags=["actions"],
-        )
+        @answer_route("approveToolCall", "Approve the tool call an approval card waits for")
         def approve(
             turn_id: _TURN_ID_PARAM, action_id: _ACTION_ID_PARAM, body: Annotated[ApproveRequest | None, Body()] = None
         ) -> Response[str]:
-            context = _request(app)
-            caller, key = _caller(context), idempotency_key(context.event)
-            tid = _turn_id(turn_id)
-            result = context.operations().approve(caller, tid, _action_id(tid, action_id), key)
-            return _json(202, result, {"Location": f"/turns/{tid}"})
+            return answer(turn_id, action_id, ResumeCommand.approve_tool)
 
-        @app.post(
-            rule("rejectToolCall"),
-            operation_id="rejectToolCall",
-            summary="Reject the tool call an approval card waits for (the model is told why)",
-            responses=_responses(accepted, answer_errors),
-            tags=["actions"],
-        )
+        @answer_route("rejectToolCall", "Reject the tool call an approval card waits for (the model is told why)")
         def reject(
             turn_id: _TURN_ID_PARAM, action_id: _ACTION_ID_PARAM, body: Annotated[RejectRequest | None, Body()] = None
         ) -> Response[str]:
-            context = _request(app)
-            caller, key = _caller(context), idempotency_key(context.event)
-            tid = _turn_id(turn_id)
             reason = body.reason if body is not None else None
-            result = context.operations().reject(caller, tid, _action_id(tid, action_id), reason, key)
-            return _json(202, result, {"Location": f"/turns/{tid}"})
+            return answer(turn_id, action_id, lambda aid: ResumeCommand.reject_tool(aid, reason))
 
         @app.post(
             rule("cancelTurn"),

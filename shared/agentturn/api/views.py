@@ -26,7 +26,7 @@ def suspension_view(suspension: Suspension) -> SuspensionView:
         correlation_id=suspension.correlation_id,
         message=suspension.message,
         form_key=meta.get("formKey"),
-        schema_=schema if isinstance(schema, dict) else None,
+        schema=schema if isinstance(schema, dict) else None,
         tool_name=meta.get("toolName"),
         input_target=target if target in ("MODEL", "TOOL") else None,
         arguments=arguments if isinstance(arguments, dict) else None,
