@@ -451,7 +451,7 @@ def test_sdk_faults_lose_double_and_strand_nothing(emulators: Emulators, seed: i
     world = World(emulators, seed, flow)
     # WHEN a client drives it, retrying 5xx, while SQS redelivers failures and the sweeper ticks when idle
     world.run()
-    # THEN nothing is lost, unreadable, doubled or stuck (any of them fails the seed here: only passing seeds are counted)
+    # THEN nothing is lost, unreadable, doubled or stuck (any of them fails the seed: only passing seeds count)
     figures = _check(world, reference)
     record(GROUP, seeds=1, lost=0, unreadable=0, doubled=0, stuck=0, **figures)
     record(GROUP, **{f"flow_{flow}": 1})

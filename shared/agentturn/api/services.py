@@ -17,7 +17,7 @@ from agentturn._clock import Clock
 from agentturn.api.agents import AgentCatalog
 from agentturn.api.ownership import OWNER_KEY, owns
 from agentturn.api.settings import Settings
-from agentturn.errors import TurnNotFoundError
+from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
 from agentturn.events import Listener
 from agentturn.memory import ChatMemoryProvider
 from agentturn.queue import ResumeQueue
@@ -51,7 +51,14 @@ class OwnerScopedStore:
         return self._admit(self.inner.create(turn, lease=lease))
 
     def load(self, turn_id: str) -> Turn:
-        return self._admit(self.inner.load(turn_id))
+        try:
+            return self._admit(self.inner.load(turn_id))
+        except SnapshotUnreadableError as exc:
+            # The owner is in the body that cannot be read; the conversation id beside it is namespaced by
+            # the owner (``<owner>/<conversation>``), which is enough to keep another caller out.
+            if not (exc.conversation_id or "").startswith(f"{self.owner}/"):
+                raise TurnNotFoundError(turn_id) from None
+            raise
 
     def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
         self._require(turn.id)
@@ -82,6 +89,19 @@ class OwnerScopedStore:
     def delete(self, turn_id: str, *, expected_version: int) -> None:
         self._require(turn_id)
         self.inner.delete(turn_id, expected_version=expected_version)
+
+    def mark_unreadable(
+        self,
+        turn_id: str,
+        *,
+        version: int,
+        attempts: int,
+        fail: bool,
+        not_before: float | None = None,
+        message: str = "",
+        retain_until: float | None = None,
+    ) -> bool:
+        raise TypeError("mark_unreadable is the worker's and the sweeper's, never a caller's")
 
 
 @dataclass
