@@ -52,7 +52,7 @@ def test_an_unreadable_snapshot_is_refused_by_load_and_claim_and_leaves_no_lease
     assert (copy.turn_id, copy.status, copy.version, str(copy)) == (error.turn_id, "RUNNING", 2, str(error))
     # ... the failed claim holds no lease (a count needs none), and the sweeper still finds the turn
     assert kit.store.mark_unreadable(created.id, version=2, attempts=1, fail=False, not_before=kit.clock() + 5)
-    assert created.id in {r.turn_id for r in wait_for_runnable(kit, lambda f: bool(f), idle_seconds=0)}
+    assert created.id in {r.turn_id for r in wait_for_runnable(kit, bool, idle_seconds=0)}
 
 
 def test_unreadable_attempts_are_counted_once_each_and_only_at_the_version_seen(kit: Kit) -> None:
@@ -101,7 +101,7 @@ def test_the_last_attempt_ends_the_turn_failed_out_of_both_sweeps(kit: Kit) -> N
     for turn_id, version in ((runnable.id, 1), (blocked.id, 2)):
         break_snapshot(kit.store, turn_id, "garbage")
         assert kit.store.mark_unreadable(turn_id, version=version, attempts=1, fail=False)
-    assert blocked.id in {r.turn_id for r in wait_for_overdue(kit, lambda f: bool(f))}
+    assert blocked.id in {r.turn_id for r in wait_for_overdue(kit, bool)}
     retain_until = kit.clock() + 3600.5
 
     # WHEN the second (last) attempt ends both
