@@ -303,11 +303,13 @@ class Runner:
         )
         if not ended:
             return UnreadableAttempt(turn_id, counted=False, failed=False)
+        # Told first: should letting go of the conversation fail, the next start in it still takes over (it
+        # finds this turn ended), but nothing would tell the alarm about this one again.
+        self._emit_for(turn_id, 0, EventType.TURN_FAILED, status=TurnStatus.FAILED.value, error=SNAPSHOT_UNREADABLE)
         memory = self._memory(error.conversation_id) if error.conversation_id else None
         if memory is not None:
             # Its timeline cannot be made whole from a body nobody can read: the conversation is let go as is.
             memory.set_active_turn(None, expected=turn_id)
-        self._emit_for(turn_id, 0, EventType.TURN_FAILED, status=TurnStatus.FAILED.value, error=SNAPSHOT_UNREADABLE)
         return UnreadableAttempt(turn_id, counted=True, failed=True)
 
     def _retry_later_now(self, run: _Run, reason: str, error: BaseException) -> Turn:
