@@ -258,10 +258,11 @@ class Runner:
         turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
         return self._retry_later_now(_Run(turn=turn, agent=None, lease=lease), "cannot_run", error)
 
-    def record_unreadable(self, error: SnapshotUnreadableError) -> UnreadableAttempt:
+    def record_unreadable(self, error: SnapshotUnreadableError, *, at_once: bool = False) -> UnreadableAttempt:
         """Count an attempt on a turn whose stored snapshot cannot be read (``error`` says what the store knows
         of it besides the body): like any turn that cannot run, it is tried again after a backoff, and after
         the last attempt it ends FAILED with error ``snapshot_unreadable`` and its conversation is free again.
+        ``at_once`` ends it with this attempt (a person asked to cancel it: there is nothing to wait for).
 
         Nothing here reads the body: the store counts and ends the turn on the item's own attributes.
         """
@@ -269,12 +270,12 @@ class Runner:
         status = _stored_status(error)
         if status is None or status.is_terminal:
             return UnreadableAttempt(turn_id, counted=False, failed=status is TurnStatus.FAILED)
-        if error.not_before is not None and error.not_before > now:
+        if not at_once and error.not_before is not None and error.not_before > now:
             # A duplicate message or an early sweep: the attempt that set this backoff handed the turn on.
             return UnreadableAttempt(turn_id, counted=False, failed=False, retry_in=error.not_before - now)
         attempt = error.attempts + 1
         _log.error("turn %r cannot be read (attempt %d of %d): %s", turn_id, attempt, self.retry.max_attempts, error)
-        if attempt < self.retry.max_attempts:
+        if attempt < self.retry.max_attempts and not at_once:
             delay = self.retry.delay(turn_id, attempt)
             counted = self.store.mark_unreadable(
                 turn_id, version=error.version, attempts=attempt, fail=False, not_before=now + delay

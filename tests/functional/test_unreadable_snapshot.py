@@ -107,3 +107,38 @@ def test_a_turn_whose_snapshot_cannot_be_read_ends_failed_and_is_swept_no_more(
     again = deployment.run(http_event("http_start_turn.json", path="/conversations/c1/turns", body={"input": TICKET}))
     assert again.status == 200, again.body
     assert again.json["status"] == "WAITING_FOR_USER"
+
+
+def test_cancelling_a_waiting_turn_that_cannot_be_read_ends_it_and_frees_its_conversation(
+    deployment: Deployment,
+) -> None:
+    # GIVEN a turn waiting for a form (no deadline: no sweep would ever end it) whose stored body is then broken
+    started = deployment.run(
+        http_event("http_start_turn.json", path="/conversations/c1/turns", body={"input": TICKET})
+    ).json
+    turn_id = started["turnId"]
+    store = deployment.run_app.api.services.store
+    assert isinstance(store, DynamoDBTurnStore)
+    break_snapshot(store, turn_id, "garbage")
+    blocked = deployment.run(http_event("http_start_turn.json", path="/conversations/c1/turns", body={"input": TICKET}))
+    assert blocked.status == 409, blocked.body
+    cancel = http_event("http_cancel.json", path=f"/turns/{turn_id}/cancel", headers={"idempotency-key": "c-1"})
+
+    # WHEN another caller, then its owner, cancel it
+    foreign = deployment.submit(
+        http_event(
+            "http_cancel.json", path=f"/turns/{turn_id}/cancel", headers={"idempotency-key": "c-1"}, sub="someone-else"
+        )
+    )
+    answered = deployment.submit(cancel)
+
+    # THEN the other caller learns nothing and changes nothing; the owner's cancel is accepted and ends the turn
+    # FAILED (it cannot be saved CANCELLED), its conversation free for a new turn; a second cancel says it ended
+    assert foreign.status == 404
+    assert answered.status == 202, answered.body
+    item = _item(deployment, turn_id)
+    assert (item["status"], item["errorType"]) == ({"S": "FAILED"}, {"S": SNAPSHOT_UNREADABLE})
+    again = deployment.submit(cancel)
+    assert again.status == 410 and again.json["turnStatus"] == "FAILED"
+    fresh = deployment.run(http_event("http_start_turn.json", path="/conversations/c1/turns", body={"input": TICKET}))
+    assert fresh.status == 200, fresh.body

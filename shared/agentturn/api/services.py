@@ -8,6 +8,7 @@ looks at the snapshot the Runner was reading anyway.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterable
@@ -58,6 +59,7 @@ class OwnerScopedStore:
             # the owner (``<owner>/<conversation>``), which is enough to keep another caller out.
             if not (exc.conversation_id or "").startswith(f"{self.owner}/"):
                 raise TurnNotFoundError(turn_id) from None
+            self._checked.add(turn_id)
             raise
 
     def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
@@ -101,7 +103,19 @@ class OwnerScopedStore:
         message: str = "",
         retain_until: float | None = None,
     ) -> bool:
-        raise TypeError("mark_unreadable is the worker's and the sweeper's, never a caller's")
+        # A caller ends its own unreadable turn by cancelling it; ownership as ``load`` decides it for such a turn.
+        if turn_id not in self._checked:
+            with contextlib.suppress(SnapshotUnreadableError):
+                self.load(turn_id)
+        return self.inner.mark_unreadable(
+            turn_id,
+            version=version,
+            attempts=attempts,
+            fail=fail,
+            not_before=not_before,
+            message=message,
+            retain_until=retain_until,
+        )
 
 
 @dataclass
