@@ -40,6 +40,43 @@ class LeaseLostError(VersionConflictError):
         self.lease_id = lease_id
 
 
+class SnapshotUnreadableError(AgentTurnError, ValueError):
+    """A stored turn whose snapshot cannot be read: a corrupt or undecodable body, a body object that is gone,
+    or a ``schemaVersion`` newer than this code reads.
+
+    It carries what the store knows of the turn without its body (the item's own attributes), which is what
+    counting its attempts and ending it FAILED need: ``status``, ``version``, ``conversation_id``, the
+    unreadable ``attempts`` recorded so far and when the next one is due (``not_before``), and ``error_type``
+    once it has ended FAILED (:data:`agentturn.store.SNAPSHOT_UNREADABLE`).
+    """
+
+    def __init__(
+        self,
+        turn_id: str,
+        detail: str,
+        *,
+        status: str | None = None,
+        version: int = 0,
+        conversation_id: str | None = None,
+        attempts: int = 0,
+        not_before: float | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        super().__init__(f"the snapshot of turn {turn_id!r} cannot be read: {detail}")
+        self.turn_id = turn_id
+        self.detail = detail
+        self.status = status
+        self.version = version
+        self.conversation_id = conversation_id
+        self.attempts = attempts
+        self.not_before = not_before
+        self.error_type = error_type
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword arguments do not survive the default (positional ``args``) reduction.
+        return (self.__class__, (self.turn_id, self.detail), dict(self.__dict__))
+
+
 class InvalidResumeError(AgentTurnError):
     """A resume command that does not fit the turn: wrong type, wrong or stale action id, turn not blocked."""
 

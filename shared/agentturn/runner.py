@@ -24,6 +24,7 @@ from agentturn.errors import (
     InvalidResumeError,
     LeaseLostError,
     ModelError,
+    SnapshotUnreadableError,
     ToolProtocolError,
     TurnNotFoundError,
     UnknownAgentError,
@@ -59,7 +60,7 @@ from agentturn.state import (
     TurnPhase,
     TurnStatus,
 )
-from agentturn.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
+from agentturn.store import SNAPSHOT_UNREADABLE, InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.tools import Tool, ToolContext, tool_context
 
 _log = logging.getLogger("agentturn.runner")
@@ -74,6 +75,19 @@ _TERMINAL_EVENTS = {
 _CONFLICT_RETRIES = 5
 _SEQUENCE_RESERVE = 32
 _SEQUENCE_CACHE = 1024
+
+
+@dataclass(frozen=True)
+class UnreadableAttempt:
+    """What :meth:`Runner.record_unreadable` did with a turn whose snapshot cannot be read."""
+
+    turn_id: str
+    #: this attempt was written (``False``: not due yet, already ended, or someone else counted it first)
+    counted: bool
+    #: the turn ended FAILED with this attempt
+    failed: bool
+    #: seconds until the next attempt is due (hand the turn on with this delay); 0 when there is none
+    retry_in: float = 0.0
 
 
 class _LeaseGone(Exception):
@@ -244,6 +258,61 @@ class Runner:
         turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
         return self._retry_later_now(_Run(turn=turn, agent=None, lease=lease), "cannot_run", error)
 
+    def record_unreadable(self, error: SnapshotUnreadableError, *, at_once: bool = False) -> UnreadableAttempt:
+        """Count an attempt on a turn whose stored snapshot cannot be read (``error`` says what the store knows
+        of it besides the body): like any turn that cannot run, it is tried again after a backoff, and after
+        the last attempt it ends FAILED with error ``snapshot_unreadable`` and its conversation is free again.
+        ``at_once`` ends it with this attempt (a person asked to cancel it: there is nothing to wait for).
+
+        Nothing here reads the body: the store counts and ends the turn on the item's own attributes.
+        """
+        turn_id, now = error.turn_id, self.clock()
+        status = _stored_status(error)
+        if status is None or status.is_terminal:
+            return UnreadableAttempt(turn_id, counted=False, failed=status is TurnStatus.FAILED)
+        if not at_once and error.not_before is not None and error.not_before > now:
+            # A duplicate message or an early sweep: the attempt that set this backoff handed the turn on.
+            return UnreadableAttempt(turn_id, counted=False, failed=False, retry_in=error.not_before - now)
+        attempt = error.attempts + 1
+        _log.error("turn %r cannot be read (attempt %d of %d): %s", turn_id, attempt, self.retry.max_attempts, error)
+        if attempt < self.retry.max_attempts and not at_once:
+            delay = self.retry.delay(turn_id, attempt)
+            counted = self.store.mark_unreadable(
+                turn_id, version=error.version, attempts=attempt, fail=False, not_before=now + delay
+            )
+            if counted:
+                self._emit_for(
+                    turn_id,
+                    0,
+                    EventType.RETRY_SCHEDULED,
+                    reason=SNAPSHOT_UNREADABLE,
+                    attempt=attempt,
+                    maxAttempts=self.retry.max_attempts,
+                    delaySeconds=round(delay, 3),
+                    error=error.detail,
+                )
+            return UnreadableAttempt(turn_id, counted=counted, failed=False, retry_in=delay if counted else 0.0)
+        # The agent's own retention is in the body that cannot be read: the default policy's applies.
+        retention = ExecutionPolicy().retention
+        ended = self.store.mark_unreadable(
+            turn_id,
+            version=error.version,
+            attempts=attempt,
+            fail=True,
+            message=f"{error} (gave up after {attempt} attempts)",
+            retain_until=now + retention if retention is not None else None,
+        )
+        if not ended:
+            return UnreadableAttempt(turn_id, counted=False, failed=False)
+        # Told first: should letting go of the conversation fail, the next start in it still takes over (it
+        # finds this turn ended), but nothing would tell the alarm about this one again.
+        self._emit_for(turn_id, 0, EventType.TURN_FAILED, status=TurnStatus.FAILED.value, error=SNAPSHOT_UNREADABLE)
+        memory = self._memory(error.conversation_id) if error.conversation_id else None
+        if memory is not None:
+            # Its timeline cannot be made whole from a body nobody can read: the conversation is let go as is.
+            memory.set_active_turn(None, expected=turn_id)
+        return UnreadableAttempt(turn_id, counted=True, failed=True)
+
     def _retry_later_now(self, run: _Run, reason: str, error: BaseException) -> Turn:
         """:meth:`_retry_later` outside the loop: under the run's lease, released after."""
         try:
@@ -386,6 +455,11 @@ class Runner:
                 turn = self._settle(overdue.turn_id, expire_waits=expire_waits)
             except TurnNotFoundError:
                 continue
+            except SnapshotUnreadableError as exc:
+                # Counted like a worker counts one, so that it leaves the overdue index after its attempts
+                # instead of being found (and failing the sweep) on every tick.
+                self.record_unreadable(exc)
+                continue
             if turn.status.is_runnable:
                 runnable.append(turn)
         return runnable
@@ -404,7 +478,8 @@ class Runner:
             return False
         try:
             turn = self.store.load(active)
-        except TurnNotFoundError:
+        except (TurnNotFoundError, SnapshotUnreadableError):
+            # Nothing to re-project from a snapshot that cannot be read (its attempts end it, freeing this).
             return False
         shown = {message.message_id for message in visible}
         missing_card = any(card.message_id not in shown for card in turn.pending_cards())
@@ -494,6 +569,10 @@ class Runner:
             previous = self.store.load(previous_id)
         except TurnNotFoundError:
             return True
+        except SnapshotUnreadableError as exc:
+            # Ended (FAILED after its attempts) or not; either way there is no timeline to make whole from it.
+            status = _stored_status(exc)
+            return status is not None and status.is_terminal
         if not previous.status.is_terminal:
             return False
         project(previous, memory)
@@ -997,12 +1076,16 @@ class Runner:
             return True
 
     def _emit(self, turn: Turn, event_type: EventType, **data: Any) -> None:
+        self._emit_for(turn.id, turn.event_sequence, event_type, **data)
+
+    def _emit_for(self, turn_id: str, floor: int, event_type: EventType, **data: Any) -> None:
+        """Emit above ``floor`` (the turn's reserved sequence; 0 when its snapshot cannot be read)."""
         with self._sequence_lock:
-            sequence = max(self._sequences.get(turn.id, 0), turn.event_sequence) + 1
-            self._sequences[turn.id] = sequence
+            sequence = max(self._sequences.get(turn_id, 0), floor) + 1
+            self._sequences[turn_id] = sequence
             if len(self._sequences) > _SEQUENCE_CACHE:
                 self._sequences.pop(next(iter(self._sequences)))
-        dispatch(self.listeners, Event(event_type, turn.id, sequence, data))
+        dispatch(self.listeners, Event(event_type, turn_id, sequence, data))
 
     def _reserve_sequences(self, turn: Turn) -> None:
         """Persist a floor above every sequence this process may use before the next save.
@@ -1015,6 +1098,14 @@ class Runner:
             used = max(self._sequences.get(turn.id, 0), turn.event_sequence)
             self._sequences[turn.id] = used
         turn.event_sequence = used + _SEQUENCE_RESERVE
+
+
+def _stored_status(error: SnapshotUnreadableError) -> TurnStatus | None:
+    """The status the store holds for a turn it cannot read; ``None`` if that is not a known one either."""
+    try:
+        return TurnStatus(error.status) if error.status is not None else None
+    except ValueError:
+        return None
 
 
 def _is_replay(turn: Turn, command: ResumeCommand) -> bool:

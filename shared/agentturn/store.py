@@ -8,8 +8,10 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Final, Protocol, runtime_checkable
 
+from pydantic import ValidationError
+
 from agentturn._clock import Clock
-from agentturn.errors import LeaseLostError, TurnNotFoundError, VersionConflictError
+from agentturn.errors import LeaseLostError, SnapshotUnreadableError, TurnNotFoundError, VersionConflictError
 from agentturn.state import SCHEMA_VERSION, Turn, TurnStatus
 
 
@@ -83,6 +85,34 @@ class TurnStore(Protocol):
         (``suspension.expires_at`` is past) or they carry the cancel flag (see :func:`wait_deadline`)."""
         ...
 
+    def mark_unreadable(
+        self,
+        turn_id: str,
+        *,
+        version: int,
+        attempts: int,
+        fail: bool,
+        not_before: float | None = None,
+        message: str = "",
+        retain_until: float | None = None,
+    ) -> bool:
+        """Record failed attempt number ``attempts`` on a turn whose snapshot cannot be read, without reading it.
+
+        Conditional: the turn is still at ``version``, not terminal, without a live lease, and has
+        ``attempts - 1`` unreadable attempts recorded (so two workers never count one attempt twice). Without
+        ``fail`` it records the count and ``not_before`` (when the next attempt is due) and changes nothing
+        else. With ``fail`` the turn ends: status FAILED with error :data:`SNAPSHOT_UNREADABLE` and
+        ``message``, version + 1, out of the runnable and overdue indexes, retained until ``retain_until``
+        like any terminal turn; the body stays as it was, for an operator. Loads then raise
+        :class:`~agentturn.errors.SnapshotUnreadableError` carrying that state. Returns whether this call's
+        write is what the store holds (``False``: someone else changed the turn first; nothing written).
+        """
+        ...
+
+
+#: ``error.type`` of a turn ended because its stored snapshot cannot be read.
+SNAPSHOT_UNREADABLE: Final = "snapshot_unreadable"
+
 
 #: The "deadline" of a blocked turn whose cancel was requested: due at once, before every real deadline.
 CANCEL_DUE: Final = 0.0
@@ -120,9 +150,16 @@ class _Record:
     version: int
     status: TurnStatus
     updated_at: float
+    conversation_id: str
     cancel_requested: bool = False
     lease: Lease | None = None
     wait_expires_at: float | None = None
+    #: what :meth:`TurnStore.mark_unreadable` records, beside the body it cannot read
+    unreadable_attempts: int = 0
+    not_before: float | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    retain_until: float | None = None
 
 
 class InMemoryTurnStore:
@@ -140,8 +177,21 @@ class InMemoryTurnStore:
     def _live(self, lease: Lease | None) -> bool:
         return lease is not None and lease.expires_at > self._clock()
 
-    def _decode(self, record: _Record) -> Turn:
-        turn = check_schema_version(Turn.model_validate_json(record.body))
+    @staticmethod
+    def _decode(turn_id: str, record: _Record) -> Turn:
+        try:
+            turn = check_schema_version(Turn.model_validate_json(record.body))
+        except (ValidationError, ValueError) as exc:
+            raise SnapshotUnreadableError(
+                turn_id,
+                str(exc).splitlines()[0],
+                status=record.status.value,
+                version=record.version,
+                conversation_id=record.conversation_id,
+                attempts=record.unreadable_attempts,
+                not_before=record.not_before,
+                error_type=record.error_type,
+            ) from exc
         return turn.model_copy(update={"version": record.version, "cancel_requested": record.cancel_requested})
 
     def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
@@ -155,18 +205,19 @@ class InMemoryTurnStore:
                 version=1,
                 status=stored.status,
                 updated_at=self._clock(),
+                conversation_id=stored.conversation_id,
                 cancel_requested=stored.cancel_requested,
                 lease=replace(lease, turn=None) if lease is not None else None,
                 wait_expires_at=wait_deadline(stored),
             )
-            return self._decode(self._records[turn.id])
+            return self._decode(turn.id, self._records[turn.id])
 
     def load(self, turn_id: str) -> Turn:
         with self._lock:
             record = self._records.get(turn_id)
             if record is None:
                 raise TurnNotFoundError(turn_id)
-            return self._decode(record)
+            return self._decode(turn_id, record)
 
     def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
         with self._lock:
@@ -192,15 +243,17 @@ class InMemoryTurnStore:
             if not stored.status.is_runnable:
                 # A blocked or finished turn has nothing left to run: its lease ends with this write.
                 record.lease = None
-            return self._decode(record)
+            return self._decode(turn.id, record)
 
     def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
         with self._lock:
             record = self._records.get(turn_id)
             if record is None or not record.status.is_runnable or self._live(record.lease):
                 return None
+            # Read before the lease is taken: a snapshot that cannot be read is claimed by nobody.
+            turn = self._decode(turn_id, record)
             record.lease = Lease(turn_id, worker_id, new_lease_id(), self._clock() + lease_seconds)
-            return replace(record.lease, turn=self._decode(record))
+            return replace(record.lease, turn=turn)
 
     def renew(self, lease: Lease, lease_seconds: float) -> Lease:
         with self._lock:
@@ -246,6 +299,43 @@ class InMemoryTurnStore:
             ]
         found.sort(key=lambda pair: pair[0])
         return [turn for _, turn in found[:limit]]
+
+    def mark_unreadable(
+        self,
+        turn_id: str,
+        *,
+        version: int,
+        attempts: int,
+        fail: bool,
+        not_before: float | None = None,
+        message: str = "",
+        retain_until: float | None = None,
+    ) -> bool:
+        with self._lock:
+            record = self._records.get(turn_id)
+            if (
+                record is None
+                or record.version != version
+                or record.status.is_terminal
+                or self._live(record.lease)
+                or record.unreadable_attempts != attempts - 1
+            ):
+                return False
+            record.unreadable_attempts = attempts
+            if not fail:
+                record.not_before = not_before
+                return True
+            # The body stays as it was (an operator may want it); the error is kept beside it.
+            record.status = TurnStatus.FAILED
+            record.version = version + 1
+            record.updated_at = self._clock()
+            record.lease = None
+            record.wait_expires_at = None
+            record.not_before = None
+            record.error_type = SNAPSHOT_UNREADABLE
+            record.error_message = message
+            record.retain_until = retain_until
+            return True
 
     def delete(self, turn_id: str, *, expected_version: int) -> None:
         with self._lock:

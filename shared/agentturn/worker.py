@@ -6,9 +6,9 @@ import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 
-from agentturn.errors import TurnNotFoundError
+from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
 from agentturn.runner import Runner, YieldProbe
-from agentturn.state import Turn
+from agentturn.state import Turn, TurnStatus
 
 
 class WorkOutcome(StrEnum):
@@ -44,7 +44,11 @@ class Worker:
     def process(
         self, turn_id: str, *, should_yield: YieldProbe | None = None, projected_version: int | None = None
     ) -> WorkResult:
-        """Claim → run until blocked/terminal/yield → release. Duplicates and held leases are no-ops."""
+        """Claim → run until blocked/terminal/yield → release. Duplicates and held leases are no-ops.
+
+        A runnable turn whose snapshot cannot be read raises :class:`SnapshotUnreadableError` (from the claim,
+        which then holds no lease): the caller counts the attempt (:meth:`Runner.record_unreadable`).
+        """
         store = self.runner.store
         # Claim first: the common case (a runnable turn) then costs one conditional write and one read.
         lease = store.claim(turn_id, self.worker_id, self.lease_seconds)
@@ -53,6 +57,10 @@ class Worker:
                 current = store.load(turn_id)
             except TurnNotFoundError:
                 return WorkResult(WorkOutcome.NOT_FOUND, None)
+            except SnapshotUnreadableError as exc:
+                # Not claimable and not readable: ended (FAILED after its attempts), blocked, or held.
+                held = exc.status in (TurnStatus.READY.value, TurnStatus.RUNNING.value)
+                return WorkResult(WorkOutcome.LEASE_HELD if held else WorkOutcome.NOT_RUNNABLE, None)
             outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
             return WorkResult(outcome, current)
         claimed = lease.turn

@@ -23,6 +23,7 @@ from agentturn.demo import demo_agents
 from tests.contract.aws_adapters import AwsSession, aws_session, new_conversation_id
 from tests.functional.harness import FakeLambdaContext, load_event
 from tests.reliability.kit import VALID_TICKET
+from tests.support.broken_snapshots import Breakage, break_snapshot
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator
 
@@ -172,6 +173,22 @@ def test_a_turn_still_holding_its_conversation_lets_go_of_it(deployment: Deploym
 
     # THEN the conversation is free for the next turn
     assert deployment.memory(conversation).get_active_turn() is None
+
+
+@pytest.mark.parametrize("how", ["bad_zlib", "object_gone"])
+def test_a_turn_whose_body_cannot_be_read_is_removed_whole_too(deployment: Deployment, how: Breakage) -> None:
+    # GIVEN a turn whose stored body cannot be read (so it ended FAILED snapshot_unreadable, and TTL came)
+    conversation = new_conversation_id()
+    turn = deployment.completed_ticket(conversation)
+    break_snapshot(deployment.store, turn.id, how)
+
+    # WHEN TTL removes it
+    result = handle_stream_event(deployment.expire(turn.id), FakeLambdaContext(), deployment.cleaner)
+
+    # THEN the record succeeded and its timeline entries and objects went with it (found by message id)
+    assert result == {"batchItemFailures": []}
+    assert not [e for e in deployment.entries(conversation) if e["messageId"]["S"].startswith(f"{turn.id}:")]
+    assert not deployment.objects(f"turns/{turn.id}/")
 
 
 @pytest.mark.parametrize("principal", [None, "someone@example.com"], ids=["a-caller", "another-principal"])

@@ -106,6 +106,9 @@ class FaultyStore:
     def delete(self, turn_id: str, *, expected_version: int) -> None:
         self.plan.call("store.delete", lambda: self.inner.delete(turn_id, expected_version=expected_version))
 
+    def mark_unreadable(self, turn_id: str, **options: Any) -> bool:
+        return self.plan.call("store.mark_unreadable", lambda: self.inner.mark_unreadable(turn_id, **options))  # type: ignore[no-any-return]
+
 
 class FaultyConversation:
     def __init__(self, inner: ChatMemory, plan: FaultPlan) -> None:

@@ -86,6 +86,9 @@ class ThrottlingStore:
     def delete(self, turn_id: str, *, expected_version: int) -> None:
         self.inner.delete(turn_id, expected_version=expected_version)
 
+    def mark_unreadable(self, turn_id: str, **options: Any) -> bool:
+        return self.inner.mark_unreadable(turn_id, **options)
+
 
 def cancelled_save(turn: Turn) -> bool:
     return turn.status is TurnStatus.CANCELLED

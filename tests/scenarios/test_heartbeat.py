@@ -105,6 +105,9 @@ class ObservedStore:
     def delete(self, turn_id: str, *, expected_version: int) -> None:
         self.inner.delete(turn_id, expected_version=expected_version)
 
+    def mark_unreadable(self, turn_id: str, **options: Any) -> bool:
+        return self.inner.mark_unreadable(turn_id, **options)
+
 
 def ticket_agent(model: SlowModel, ledger: Ledger) -> Agent:
     def create_ticket(arguments: dict[str, Any]) -> Any:

@@ -25,7 +25,13 @@ from agentturn.api.ownership import OWNER_KEY, conversation_key
 from agentturn.api.services import OwnerScopedStore, Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.commands import ResumeCommand
-from agentturn.errors import ConversationBusyError, IdempotencyConflictError, InvalidResumeError, UnknownAgentError
+from agentturn.errors import (
+    ConversationBusyError,
+    IdempotencyConflictError,
+    InvalidResumeError,
+    SnapshotUnreadableError,
+    UnknownAgentError,
+)
 from agentturn.projection import is_projected
 from agentturn.retry import handoff_delay
 from agentturn.runner import Runner
@@ -158,7 +164,15 @@ class Operations:
     def cancel(self, caller: str, turn_id: str, key: str) -> CancelAccepted:
         self.telemetry.bind(turnId=turn_id)
         store = self.services.scoped_store(caller)
-        turn = store.load(turn_id)
+        try:
+            turn = store.load(turn_id)
+        except SnapshotUnreadableError as exc:
+            # A turn nobody can read cannot be saved CANCELLED; it is ended FAILED (snapshot_unreadable) now,
+            # which frees its conversation: a waiting one would otherwise hold it with nothing to sweep it.
+            # Already ended (or held by a worker): the problem says what it is.
+            if self._runner_for(caller, store).record_unreadable(exc, at_once=True).counted:
+                return CancelAccepted(turn_id=turn_id)
+            raise
         if key in turn.accepted_requests:
             raise IdempotencyConflictError(turn_id, key)
         if turn.status.is_terminal:

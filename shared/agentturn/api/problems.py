@@ -17,6 +17,7 @@ from agentturn.errors import (
     FormValidationError,
     IdempotencyConflictError,
     InvalidResumeError,
+    SnapshotUnreadableError,
     TurnNotFoundError,
     UnknownAgentError,
     VersionConflictError,
@@ -220,6 +221,19 @@ def service_unavailable(detail: str, retry_after_seconds: int = 1) -> ProblemErr
     )
 
 
+def turn_unreadable(exc: SnapshotUnreadableError) -> ProblemError:
+    """The turn exists but its stored snapshot cannot be read: nothing about it can be shown or changed. Its
+    attempts end it FAILED (``errorType`` then says so); the detail names the turn, never the stored content."""
+    extensions: dict[str, Any] = {"turnId": exc.turn_id, "turnStatus": exc.status, "errorType": exc.error_type}
+    return ProblemError(
+        410,
+        "turn-unreadable",
+        "Turn cannot be read",
+        f"the stored state of turn {exc.turn_id!r} cannot be read; it cannot be shown or answered any more",
+        extensions=extensions,
+    )
+
+
 def internal_error() -> ProblemError:
     # Never the exception text: it can hold table names, ids of other callers, or stack details.
     return ProblemError(500, "internal-error", "Internal error", "the request failed on the server; it was logged")
@@ -243,6 +257,8 @@ def from_core_error(exc: AgentTurnError, *, conversation_id: str | None = None) 
         return idempotency_key_reused(exc.request_id)
     if isinstance(exc, TurnNotFoundError):
         return turn_not_found(exc.turn_id)
+    if isinstance(exc, SnapshotUnreadableError):
+        return turn_unreadable(exc)
     if isinstance(exc, InvalidResumeError):
         if exc.reason == "unknown_action":
             return ProblemError(404, "action-not-found", "Action not found", str(exc))

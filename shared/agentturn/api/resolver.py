@@ -179,6 +179,7 @@ _ERROR_DESCRIPTIONS: Final = {
     404: "No such turn or action (also: another caller's turn)",
     405: "Method not allowed on this path",
     409: "The action is no longer pending, the turn has finished, or the conversation is busy",
+    410: "The turn's stored state cannot be read (it ends FAILED with `snapshot_unreadable`)",
     413: "Body larger than the configured limit",
     415: "Body is not JSON",
     422: "Request or form data invalid (one entry per problem in `errors`)",
@@ -309,7 +310,7 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             rule("getTurn"),
             operation_id="getTurn",
             summary="A turn: status, phase, suspension with its frozen schema, final output, error",
-            responses=_responses({200: ("The turn", TurnView)}, (404,)),
+            responses=_responses({200: ("The turn", TurnView)}, (404, 410)),
             tags=["turns"],
         )
         def get_turn(turn_id: _TURN_ID_PARAM) -> Response[str]:
@@ -333,7 +334,7 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
 
     if RouteGroup.ACTIONS in groups:
         accepted = {202: ("Accepted; a worker resumes the turn", ActionAccepted)}
-        answer_errors = (400, 404, 409, 413, 415, 422)
+        answer_errors = (400, 404, 409, 410, 413, 415, 422)
 
         def answer_route(operation_id: str, summary: str) -> Callable[[_Route], _Route]:
             route: Callable[[_Route], _Route] = app.post(
@@ -385,7 +386,7 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             rule("cancelTurn"),
             operation_id="cancelTurn",
             summary="Cancel a turn (now if nothing runs it, else at its next step); pending cards become CANCELLED",
-            responses=_responses({202: ("Cancellation requested", CancelAccepted)}, (400, 404, 409, 422)),
+            responses=_responses({202: ("Cancellation requested", CancelAccepted)}, (400, 404, 409, 410, 422)),
             tags=["turns"],
         )
         def cancel(turn_id: _TURN_ID_PARAM) -> Response[str]:

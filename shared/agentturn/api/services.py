@@ -8,6 +8,7 @@ looks at the snapshot the Runner was reading anyway.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterable
@@ -17,7 +18,7 @@ from agentturn._clock import Clock
 from agentturn.api.agents import AgentCatalog
 from agentturn.api.ownership import OWNER_KEY, owns
 from agentturn.api.settings import Settings
-from agentturn.errors import TurnNotFoundError
+from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
 from agentturn.events import Listener
 from agentturn.memory import ChatMemoryProvider
 from agentturn.queue import ResumeQueue
@@ -51,7 +52,15 @@ class OwnerScopedStore:
         return self._admit(self.inner.create(turn, lease=lease))
 
     def load(self, turn_id: str) -> Turn:
-        return self._admit(self.inner.load(turn_id))
+        try:
+            return self._admit(self.inner.load(turn_id))
+        except SnapshotUnreadableError as exc:
+            # The owner is in the body that cannot be read; the conversation id beside it is namespaced by
+            # the owner (``<owner>/<conversation>``), which is enough to keep another caller out.
+            if not (exc.conversation_id or "").startswith(f"{self.owner}/"):
+                raise TurnNotFoundError(turn_id) from None
+            self._checked.add(turn_id)
+            raise
 
     def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
         self._require(turn.id)
@@ -82,6 +91,31 @@ class OwnerScopedStore:
     def delete(self, turn_id: str, *, expected_version: int) -> None:
         self._require(turn_id)
         self.inner.delete(turn_id, expected_version=expected_version)
+
+    def mark_unreadable(
+        self,
+        turn_id: str,
+        *,
+        version: int,
+        attempts: int,
+        fail: bool,
+        not_before: float | None = None,
+        message: str = "",
+        retain_until: float | None = None,
+    ) -> bool:
+        # A caller ends its own unreadable turn by cancelling it; ownership as ``load`` decides it for such a turn.
+        if turn_id not in self._checked:
+            with contextlib.suppress(SnapshotUnreadableError):
+                self.load(turn_id)
+        return self.inner.mark_unreadable(
+            turn_id,
+            version=version,
+            attempts=attempts,
+            fail=fail,
+            not_before=not_before,
+            message=message,
+            retain_until=retain_until,
+        )
 
 
 @dataclass

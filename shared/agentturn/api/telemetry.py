@@ -29,6 +29,7 @@ EVENT_METRICS: Final = {
 FAILURE_METRICS: Final = {
     "agent_unavailable": "TurnsUnrunnable",
     "cannot_run": "TurnsUnrunnable",
+    "snapshot_unreadable": "TurnsUnrunnable",
     "model_retries_exhausted": "ModelRetriesExhausted",
     "model_error": "ModelErrorsFatal",
 }

@@ -8,12 +8,14 @@ A duplicate delivery, a turn that is not runnable any more or not due yet, a lea
 or a turn that does not exist is acknowledged: the message has nothing left to do. A transient AWS error
 (throttling, 5xx, a lost connection) fails only that record, for SQS to retry; any other error is counted
 as a failed attempt in the turn's snapshot (``Runner.record_failure``), so a turn that cannot run ends
-FAILED after a bounded number of attempts instead of cycling between the queue and the sweeper.
+FAILED after a bounded number of attempts instead of cycling between the queue and the sweeper. A snapshot
+that cannot even be read is counted the same way, on the stored item (``Runner.record_unreadable``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -30,7 +32,8 @@ from agentturn.api.ownership import public_conversation_id
 from agentturn.api.services import Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.aws.resume_queue import InvalidResumeMessageError, parse_resume_message
-from agentturn.retry import handoff_delay
+from agentturn.errors import SnapshotUnreadableError
+from agentturn.retry import MAX_QUEUE_DELAY_SECONDS, handoff_delay
 from agentturn.state import Turn
 from agentturn.worker import Worker, WorkOutcome, WorkResult
 
@@ -132,6 +135,8 @@ class SqsWorker:
         try:
             receipt = message.version if message.projected else None
             result = worker.process(message.turn_id, should_yield=should_yield, projected_version=receipt)
+        except SnapshotUnreadableError as exc:
+            return self._count_unreadable(worker, exc)
         except (ClientError, BotoCoreError) as exc:
             if not _is_transient(exc):
                 return self._count_failure(worker, message.turn_id, exc)
@@ -164,6 +169,17 @@ class SqsWorker:
         if turn.status.is_runnable:
             self._hand_on(turn)
         return "FAILED_ATTEMPT"
+
+    def _count_unreadable(self, worker: Worker, error: SnapshotUnreadableError) -> str:
+        """A turn whose snapshot cannot be read: one attempt counted on its item; handed on with the backoff,
+        or, after the last attempt, ended FAILED (``snapshot_unreadable``) and never swept again. If even the
+        count cannot be written (a transient error), the record fails for SQS to retry."""
+        self.telemetry.count("RunErrors")
+        attempt = worker.runner.record_unreadable(error)
+        if attempt.counted and not attempt.failed:
+            delay = min(MAX_QUEUE_DELAY_SECONDS, math.ceil(attempt.retry_in))
+            self.services.queue.enqueue(error.turn_id, error.version, delay_seconds=delay)
+        return "UNREADABLE"
 
     def _observe(self, result: WorkResult, message_version: int, picked_up: float) -> None:
         turn = result.turn

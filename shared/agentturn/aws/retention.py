@@ -25,11 +25,13 @@ if the body is already gone, the timeline is found by message id (``<turnId>:...
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import logging
 import random
 import time
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
@@ -170,15 +172,22 @@ class RetentionCleaner:
         return Purged(turn.turn_id, len(entries), objects, released)
 
     def _created_at(self, turn: RemovedTurn) -> str | None:
-        """The turn's ``createdAt`` (its timeline prefix), from the old image's body or its S3 object."""
-        text: str | None = None
-        if turn.body is not None:
-            text = decode_inline(turn.body)
-        elif turn.body_ref is not None and self._blobs is not None:
-            text = self._blobs.get(turn.body_ref)
-        if text is None:
+        """The turn's ``createdAt`` (its timeline prefix), from the old image's body or its S3 object; ``None``
+        when there is no body to read it from, or one that cannot be read (a turn ended ``snapshot_unreadable``
+        is removed like any other: its timeline is then found by message id)."""
+        try:
+            text: str | None = None
+            if turn.body is not None:
+                text = decode_inline(turn.body)
+            elif turn.body_ref is not None and self._blobs is not None:
+                text = self._blobs.get(turn.body_ref)
+            if text is None:
+                return None
+            body = json.loads(text)
+        except (zlib.error, gzip.BadGzipFile, EOFError, UnicodeDecodeError, ValueError) as exc:
+            _log.warning("turn %r: its body cannot be read (%s)", turn.turn_id, type(exc).__name__)
             return None
-        value = json.loads(text).get("createdAt")
+        value = body.get("createdAt") if isinstance(body, dict) else None
         return value if isinstance(value, str) and value else None
 
     def _entries(self, turn: RemovedTurn, created_at: str | None) -> list[Item]:

@@ -16,7 +16,10 @@ The item of a turn::
     overdueShard S, waitExpiresAt N           present only while blocked on a wait with a deadline: the
                           sparse "overdue" index (find_overdue)
     expiresAt         N   TTL: ``turn.retain_until`` of a terminal turn (DynamoDB deletes it after that)
-    writeId           S   nonce of the create/save that wrote the body (recognises a retried write as ours)
+    writeId           S   nonce of the create/save/mark that wrote the item (recognises a retried write as ours)
+    unreadableAttempts N, notBefore N   only on a turn whose body cannot be read: attempts counted so far and
+                          when the next is due (``mark_unreadable``; the body itself is never rewritten)
+    errorType, errorMessage S           only on a turn ended FAILED because its body cannot be read
 
 Semantics are those of :class:`agentturn.store.InMemoryTurnStore`, which is the reference; the contract
 suite in ``tests/contract`` runs the same tests against both. Each operation is one DynamoDB request
@@ -38,6 +41,7 @@ retention consumer (:mod:`agentturn.aws.retention`) removes a turn's objects tog
 
 from __future__ import annotations
 
+import gzip
 import logging
 import math
 import time
@@ -46,6 +50,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
 
 from agentturn._clock import Clock
 from agentturn.aws import tables
@@ -71,9 +76,16 @@ from agentturn.aws._support import (
     written_by,
 )
 from agentturn.aws._support import s3_client as default_s3_client
-from agentturn.errors import LeaseLostError, TurnNotFoundError, VersionConflictError
+from agentturn.errors import LeaseLostError, SnapshotUnreadableError, TurnNotFoundError, VersionConflictError
 from agentturn.state import Turn, TurnStatus
-from agentturn.store import Lease, RunnableTurn, check_schema_version, new_lease_id, wait_deadline
+from agentturn.store import (
+    SNAPSHOT_UNREADABLE,
+    Lease,
+    RunnableTurn,
+    check_schema_version,
+    new_lease_id,
+    wait_deadline,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -96,6 +108,10 @@ _LEASE_EXPIRES: Final = tables.LEASE_EXPIRES_AT
 _OVERDUE_SHARD: Final = tables.OVERDUE_SHARD
 _WAIT_EXPIRES: Final = tables.WAIT_EXPIRES_AT
 _EXPIRES_AT: Final = tables.EXPIRES_AT
+_UNREADABLE_ATTEMPTS: Final = "unreadableAttempts"
+_NOT_BEFORE: Final = "notBefore"
+_ERROR_TYPE: Final = "errorType"
+_ERROR_MESSAGE: Final = "errorMessage"
 
 # Every attribute an expression names goes through a placeholder: "status" is a reserved word, and one
 # table of placeholders keeps the expressions readable.
@@ -115,8 +131,16 @@ _NAMES: Final = {
     "#oshard": _OVERDUE_SHARD,
     "#wx": _WAIT_EXPIRES,
     "#wid": WRITE_ID,
+    "#ux": _UNREADABLE_ATTEMPTS,
+    "#nb": _NOT_BEFORE,
+    "#et": _ERROR_TYPE,
+    "#em": _ERROR_MESSAGE,
 }
 _RUNNABLE_VALUES: Final = {":ready": {"S": TurnStatus.READY.value}, ":running": {"S": TurnStatus.RUNNING.value}}
+#: Statuses a turn can still leave: the ones an unreadable turn may be counted (and ended) in.
+_OPEN_VALUES: Final = {f":open{i}": {"S": s.value} for i, s in enumerate(TurnStatus) if not s.is_terminal}
+#: What a body that does not decode raises (transport errors are none of these: they are retried as such).
+_UNDECODABLE: Final = (zlib.error, gzip.BadGzipFile, EOFError, UnicodeDecodeError, ValidationError, ValueError)
 #: A body pointer that no longer resolves is re-read this many times (a concurrent save replaced it).
 _LOAD_ATTEMPTS: Final = 3
 
@@ -261,6 +285,34 @@ class DynamoDBTurnStore:
         turn = check_schema_version(Turn.model_validate_json(text))
         return turn.model_copy(update={"version": version, "cancel_requested": cancel_requested})
 
+    def _read(self, item: Item) -> Turn | None:
+        """The turn ``item`` holds; ``None`` if its S3 body object is gone (it may have just been replaced)."""
+        if _BODY not in item and _BODY_REF not in item:
+            raise self._unreadable(item, "the item has neither a body nor a body reference")
+        try:
+            text = self._body_text(item)
+            if text is None:
+                return None
+            return self._decode(text, as_int(item.get(_VERSION)), bool(item.get(_CANCEL, {}).get("BOOL", False)))
+        except _UNDECODABLE as exc:
+            first_line = next(iter(str(exc).splitlines()), "")
+            raise self._unreadable(item, f"{type(exc).__name__}: {first_line}") from exc
+
+    @staticmethod
+    def _unreadable(item: Item, detail: str) -> SnapshotUnreadableError:
+        """The error for an unreadable ``item``, with what the item says besides its body."""
+        not_before = item.get(_NOT_BEFORE)
+        return SnapshotUnreadableError(
+            as_str(item.get(_TURN_ID)) or "?",
+            detail,
+            status=as_str(item.get(_STATUS)),
+            version=as_int(item.get(_VERSION)),
+            conversation_id=as_str(item.get(_CONVERSATION)),
+            attempts=as_int(item.get(_UNREADABLE_ATTEMPTS)),
+            not_before=as_float(not_before) if not_before is not None else None,
+            error_type=as_str(item.get(_ERROR_TYPE)),
+        )
+
     # ------------------------------------------------------------------ TurnStore
 
     def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
@@ -306,6 +358,7 @@ class DynamoDBTurnStore:
         return self._decode(text, 1, stored.cancel_requested)
 
     def load(self, turn_id: str) -> Turn:
+        gone: Item = {}
         for _ in range(_LOAD_ATTEMPTS):
             response = self.client.get_item(
                 TableName=self.table_name, Key={_TURN_ID: {"S": turn_id}}, ConsistentRead=True
@@ -313,14 +366,13 @@ class DynamoDBTurnStore:
             item = cast("Item | None", response.get("Item"))
             if item is None:
                 raise TurnNotFoundError(turn_id)
-            text = self._body_text(item)
-            if text is None:
-                # The object was replaced and deleted by a save between our GetItem and our S3 GET: read
-                # the item again, it now points to the newer body.
-                continue
-            cancel = bool(item.get(_CANCEL, {}).get("BOOL", False))
-            return self._decode(text, as_int(item.get(_VERSION)), cancel)
-        raise BodyMissingError(f"the S3 body of turn {turn_id!r} is missing")
+            turn = self._read(item)
+            if turn is not None:
+                return turn
+            # The object was replaced and deleted by a save between our GetItem and our S3 GET: read the item
+            # again, it now points to the newer body. (Gone on every read: it is gone for good.)
+            gone = item
+        raise self._unreadable(gone, f"its body object {as_str(gone.get(_BODY_REF))!r} is gone")
 
     def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
         now = self.clock()
@@ -484,11 +536,21 @@ class DynamoDBTurnStore:
             # was lost. (Answering "not yours" would leave the turn leased to nobody until the lease expires.)
             _log.info("claim of turn %r landed before its answer was lost; counted as done", turn_id)
             item = landed
-        text = self._body_text(item) if item else None
-        if text is None:
+        if not item:
             return lease
-        cancel = bool(item.get(_CANCEL, {}).get("BOOL", False))
-        return replace(lease, turn=self._decode(text, as_int(item.get(_VERSION)), cancel))
+        try:
+            turn = self._read(item)
+            if turn is None:
+                # Under our lease nobody can replace the body: its object is gone for good.
+                raise self._unreadable(item, f"its body object {as_str(item.get(_BODY_REF))!r} is gone")
+        except SnapshotUnreadableError:
+            # A snapshot that cannot be read is claimed by nobody (as in the reference): give the lease back.
+            try:
+                self.release(lease)
+            except (ClientError, BotoCoreError) as exc:
+                _log.warning("could not release the lease on unreadable turn %r (it expires): %s", turn_id, exc)
+            raise
+        return replace(lease, turn=turn)
 
     def renew(self, lease: Lease, lease_seconds: float) -> Lease:
         renewed = replace(lease, expires_at=float(number(self.clock() + lease_seconds)), turn=None)
@@ -631,6 +693,75 @@ class DynamoDBTurnStore:
                 found.append((as_float(item.get(_WAIT_EXPIRES)), self._runnable(item)))
         found.sort(key=lambda pair: (pair[0], pair[1].turn_id))
         return [turn for _, turn in found[:limit]]
+
+    def mark_unreadable(
+        self,
+        turn_id: str,
+        *,
+        version: int,
+        attempts: int,
+        fail: bool,
+        not_before: float | None = None,
+        message: str = "",
+        retain_until: float | None = None,
+    ) -> bool:
+        """One conditional UpdateItem that never reads nor rewrites the body (see the port)."""
+        now = self.clock()
+        write_id = new_write_id()
+        values: Item = {
+            ":v": {"N": str(version)},
+            ":n": {"N": str(attempts)},
+            ":now": {"N": number(now)},
+            ":wid": {"S": write_id},
+            **_OPEN_VALUES,
+        }
+        sets = ["#ux = :n", "#wid = :wid"]
+        removes: list[str] = []
+        if fail:
+            sets += ["#st = :failed", "#v = :next", "#et = :et", "#em = :em", "#ua = :now"]
+            values.update(
+                {
+                    ":failed": {"S": TurnStatus.FAILED.value},
+                    ":next": {"N": str(version + 1)},
+                    ":et": {"S": SNAPSHOT_UNREADABLE},
+                    ":em": {"S": message or SNAPSHOT_UNREADABLE},
+                }
+            )
+            # Out of both sparse indexes and unleased, in this one write (as a save of a terminal turn does).
+            removes += ["#shard", "#lid", "#lo", "#lx", "#oshard", "#wx", "#nb"]
+            if retain_until is None and self.terminal_ttl_seconds is not None:
+                retain_until = now + self.terminal_ttl_seconds
+            if retain_until is not None:
+                sets.append("#exp = :exp")
+                values[":exp"] = {"N": str(math.ceil(retain_until))}
+        elif not_before is not None:
+            sets.append("#nb = :nb")
+            values[":nb"] = {"N": number(not_before)}
+        condition = (
+            f"#v = :v AND #st IN ({', '.join(_OPEN_VALUES)}) AND (attribute_not_exists(#lx) OR #lx <= :now) AND "
+        )
+        if attempts <= 1:
+            condition += "(attribute_not_exists(#ux) OR #ux = :seen)"
+        else:
+            condition += "#ux = :seen"
+        values[":seen"] = {"N": str(attempts - 1)}
+        update = f"SET {', '.join(sets)}" + (f" REMOVE {', '.join(removes)}" if removes else "")
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={_TURN_ID: {"S": turn_id}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update + condition),
+                ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            # Landed before its answer was lost (the SDK's retry then met its own write), or someone else won.
+            return written_by(old_item(exc), write_id)
+        return True
 
     def delete(self, turn_id: str, *, expected_version: int) -> None:
         try:

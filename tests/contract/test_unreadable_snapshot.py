@@ -1,0 +1,142 @@
+"""The TurnStore contract for a turn whose stored snapshot cannot be read (every adapter, as the reference).
+
+Reads and claims refuse it with a typed error that carries what the store knows besides the body; a claim
+leaves no lease behind; ``mark_unreadable`` counts its attempts once each and finally ends it FAILED, out of
+the sweeper's indexes, without ever reading or rewriting the body.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+
+from agentturn import SnapshotUnreadableError, TurnNotFoundError, TurnStatus
+from agentturn.store import SNAPSHOT_UNREADABLE
+from tests.contract.conftest import Kit, new_turn
+from tests.contract.test_turn_store import LEASE, advanced, wait_for_overdue, wait_for_runnable, waiting_until
+from tests.support.broken_snapshots import BREAKAGES, Breakage, break_snapshot, can_break
+
+
+def _unreadable_error(kit: Kit, turn_id: str) -> SnapshotUnreadableError:
+    with pytest.raises(SnapshotUnreadableError) as caught:
+        kit.store.load(turn_id)
+    return caught.value
+
+
+@pytest.mark.parametrize("how", BREAKAGES)
+def test_an_unreadable_snapshot_is_refused_by_load_and_claim_and_leaves_no_lease(kit: Kit, how: Breakage) -> None:
+    # GIVEN a RUNNING turn at version 2 whose stored body is then broken
+    if not can_break(kit.store, how):
+        pytest.skip(f"{kit.name} cannot hold a body broken as {how!r}")
+    created = kit.store.create(new_turn())
+    kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1)
+    break_snapshot(kit.store, created.id, how)
+
+    # WHEN it is loaded, and a worker claims it
+    error = _unreadable_error(kit, created.id)
+    with pytest.raises(SnapshotUnreadableError):
+        kit.store.claim(created.id, "worker-1", LEASE)
+
+    # THEN both refuse with what the store knows besides the body (and the error survives pickling) ...
+    assert (error.turn_id, error.status, error.version) == (created.id, "RUNNING", 2)
+    assert (error.conversation_id, error.attempts, error.not_before, error.error_type) == (
+        created.conversation_id,
+        0,
+        None,
+        None,
+    )
+    assert ("schemaVersion" in str(error)) == (how == "newer_schema")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.turn_id, copy.status, copy.version, str(copy)) == (error.turn_id, "RUNNING", 2, str(error))
+    # ... the failed claim holds no lease (a count needs none), and the sweeper still finds the turn
+    assert kit.store.mark_unreadable(created.id, version=2, attempts=1, fail=False, not_before=kit.clock() + 5)
+    assert created.id in {r.turn_id for r in wait_for_runnable(kit, bool, idle_seconds=0)}
+
+
+def test_unreadable_attempts_are_counted_once_each_and_only_at_the_version_seen(kit: Kit) -> None:
+    # GIVEN a READY turn whose body is garbage
+    created = kit.store.create(new_turn())
+    break_snapshot(kit.store, created.id, "garbage")
+    due = kit.clock() + 30
+
+    # WHEN two workers both count the first attempt, one counts at a wrong version, then the second is counted
+    first = kit.store.mark_unreadable(created.id, version=1, attempts=1, fail=False, not_before=due)
+    again = kit.store.mark_unreadable(created.id, version=1, attempts=1, fail=False, not_before=due + 1)
+    stale = kit.store.mark_unreadable(created.id, version=7, attempts=2, fail=False, not_before=due)
+    second = kit.store.mark_unreadable(created.id, version=1, attempts=2, fail=False, not_before=due + 60)
+
+    # THEN exactly one count per attempt landed; the turn is otherwise untouched (still READY at version 1)
+    assert (first, again, stale, second) == (True, False, False, True)
+    error = _unreadable_error(kit, created.id)
+    assert (error.status, error.version, error.attempts, error.not_before) == ("READY", 1, 2, due + 60)
+    assert kit.store.mark_unreadable("no-such-turn", version=1, attempts=1, fail=False) is False
+
+
+def test_no_attempt_is_counted_on_a_turn_a_live_lease_holds(kit: Kit) -> None:
+    # GIVEN a turn leased by a live worker (one that reads a newer schema, say), whose body this code cannot read
+    created = kit.store.create(new_turn())
+    lease = kit.store.claim(created.id, "newer-worker", LEASE)
+    assert lease is not None
+    break_snapshot(kit.store, created.id, "newer_schema")
+
+    # WHEN this code tries to count or end it
+    counted = kit.store.mark_unreadable(created.id, version=1, attempts=1, fail=False)
+    ended = kit.store.mark_unreadable(created.id, version=1, attempts=1, fail=True)
+
+    # THEN nothing is written; once the lease has run out, the count lands
+    assert (counted, ended) == (False, False)
+    kit.clock.advance(LEASE + 1)
+    assert kit.store.mark_unreadable(created.id, version=1, attempts=1, fail=False)
+
+
+def test_the_last_attempt_ends_the_turn_failed_out_of_both_sweeps(kit: Kit) -> None:
+    # GIVEN a runnable turn and an overdue blocked one, both unreadable, with one attempt counted each
+    now = kit.clock()
+    runnable = kit.store.create(new_turn())
+    blocked = kit.store.create(new_turn())
+    kit.store.save(waiting_until(blocked, now + 5), expected_version=1)
+    kit.clock.advance(10)
+    for turn_id, version in ((runnable.id, 1), (blocked.id, 2)):
+        break_snapshot(kit.store, turn_id, "garbage")
+        assert kit.store.mark_unreadable(turn_id, version=version, attempts=1, fail=False)
+    assert blocked.id in {r.turn_id for r in wait_for_overdue(kit, bool)}
+    retain_until = kit.clock() + 3600.5
+
+    # WHEN the second (last) attempt ends both
+    ended = [
+        kit.store.mark_unreadable(
+            turn_id, version=version, attempts=2, fail=True, message="gave up", retain_until=retain_until
+        )
+        for turn_id, version in ((runnable.id, 1), (blocked.id, 2))
+    ]
+
+    # THEN each is FAILED with the unreadable error at the next version, nobody can claim it, neither sweep
+    # lists it, and it can be ended only once
+    assert ended == [True, True]
+    for turn_id, version in ((runnable.id, 2), (blocked.id, 3)):
+        error = _unreadable_error(kit, turn_id)
+        assert (error.status, error.version, error.error_type) == ("FAILED", version, SNAPSHOT_UNREADABLE)
+        assert kit.store.claim(turn_id, "worker-1", LEASE) is None
+        assert kit.store.mark_unreadable(turn_id, version=version, attempts=3, fail=True) is False
+    assert wait_for_runnable(kit, lambda f: not f, idle_seconds=0) == []
+    assert wait_for_overdue(kit, lambda f: not f) == []
+    if kit.aws is not None:
+        # Retained like any terminal turn (TTL in whole seconds, rounded up); the broken body kept for an operator.
+        item = kit.aws.dynamodb.get_item(TableName=kit.turns_table or "", Key={"turnId": {"S": runnable.id}})["Item"]
+        assert item["expiresAt"] == {"N": str(math.ceil(retain_until))}
+        assert item["errorType"] == {"S": SNAPSHOT_UNREADABLE} and item["errorMessage"] == {"S": "gave up"}
+        assert "runnableShard" not in item and "leaseId" not in item and "body" in item
+
+
+def test_a_readable_turn_is_never_marked(kit: Kit) -> None:
+    # GIVEN a terminal turn and a missing one
+    done = kit.store.create(new_turn())
+    kit.store.save(advanced(done, TurnStatus.COMPLETED), expected_version=1)
+
+    # WHEN someone tries to count an attempt on them THEN nothing is written
+    assert kit.store.mark_unreadable(done.id, version=2, attempts=1, fail=True) is False
+    assert kit.store.load(done.id).status is TurnStatus.COMPLETED
+    with pytest.raises(TurnNotFoundError):
+        kit.store.load("missing")
