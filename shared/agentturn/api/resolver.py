@@ -45,6 +45,7 @@ from agentturn.api.problems import COMMON_HEADERS, ProblemError
 from agentturn.api.routes import ROUTES, RouteGroup
 from agentturn.api.telemetry import Telemetry
 from agentturn.api.views import turn_view
+from agentturn.aws.transient import TRANSIENT_ERROR_CODES, error_code
 from agentturn.commands import ResumeCommand
 from agentturn.errors import AgentTurnError
 
@@ -57,17 +58,6 @@ _IDEMPOTENCY_KEY = re.compile(rf"^[\x21\x23-\x2b\x2d-\x7e]{{1,{MAX_IDEMPOTENCY_K
 _TURN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Tool call ids come from model providers (call_…, toolu_…, tooluse_…): any visible ASCII but "/".
 _ACTION_ID = re.compile(r"^[\x21-\x2e\x30-\x7e]{1,256}$")
-_THROTTLING: Final = frozenset(
-    {
-        "ThrottlingException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "ThrottledException",
-        "TransactionConflictException",
-        "ServiceUnavailable",
-        "InternalServerError",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -437,8 +427,8 @@ def _register_errors(app: APIGatewayHttpResolver) -> None:
         return _problem(problems.route_not_found(event.http_method, event.path))
 
     def on_aws_error(exc: ClientError | BotoCoreError) -> Response[str]:
-        code = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
-        if code in _THROTTLING:
+        code = error_code(exc) if isinstance(exc, ClientError) else ""
+        if code in TRANSIENT_ERROR_CODES:
             _log.warning("AWS throttled the request (%s) after the SDK's retries", code)
             _request(app).telemetry.count("Throttled")
             return _problem(problems.service_unavailable("the service is busy; retry shortly"))

@@ -32,6 +32,7 @@ from agentturn.api.ownership import public_conversation_id
 from agentturn.api.services import Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.aws.resume_queue import InvalidResumeMessageError, parse_resume_message
+from agentturn.aws.transient import is_transient
 from agentturn.errors import SnapshotUnreadableError
 from agentturn.retry import MAX_QUEUE_DELAY_SECONDS, handoff_delay
 from agentturn.state import Turn
@@ -58,28 +59,10 @@ def _epoch(iso_text: str) -> float | None:
         return None
 
 
-#: AWS answers that a later try of the same request may not get: the record is retried by SQS as it is.
-_TRANSIENT_CODES: Final = frozenset(
-    {
-        "ThrottlingException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "ThrottledException",
-        "TransactionConflictException",
-        "ServiceUnavailable",
-        "InternalServerError",
-        "SlowDown",
-    }
-)
-
-
 def _is_transient(exc: ClientError | BotoCoreError) -> bool:
     """A lost connection, a timeout, throttling or a 5xx: nothing about the turn itself is wrong."""
-    if isinstance(exc, BotoCoreError):
-        return True
-    error = exc.response.get("Error", {})
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-    return error.get("Code", "") in _TRANSIENT_CODES or int(status or 0) >= 500
+    # The record is retried by SQS as it is.
+    return isinstance(exc, BotoCoreError) or is_transient(exc)
 
 
 def _processor(event: Mapping[str, Any]) -> BatchProcessor:

@@ -109,11 +109,11 @@ class Alarms(Construct):
         for alarm_name, metric_name, description in (
             ("WorkerRecordsFailed", "RecordsFailed", "The worker failed resume records (they are retried)."),
             # A turn that could not run after its bounded attempts (agent version missing, a run that keeps
-            # failing) ended FAILED: someone's answer will not be acted on.
+            # failing, a snapshot that cannot be read) ended FAILED: someone's answer will not be acted on.
             (
                 "TurnsUnrunnable",
                 "TurnsUnrunnable",
-                "A turn ended FAILED because it could not run (agent_unavailable, cannot_run).",
+                "A turn ended FAILED because it could not run (agent_unavailable, cannot_run, snapshot_unreadable).",
             ),
             (
                 "ModelRetriesExhausted",
