@@ -18,7 +18,7 @@ import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -272,9 +272,14 @@ def _divergence(turn: Turn, memory: Any) -> str | None:
 
 
 @pytest.fixture(autouse=True)
-def _quiet_logs() -> None:
+def _quiet_logs() -> Iterator[None]:
     # The injected faults are logged (as they must be) by the code under test; thousands of tracebacks help no one.
-    logging.getLogger("agentturn").setLevel(logging.CRITICAL)
+    # The level is put back afterwards: tests of the logs themselves must not depend on running before these.
+    logger = logging.getLogger("agentturn")
+    previous = logger.level
+    logger.setLevel(logging.CRITICAL)
+    yield
+    logger.setLevel(previous)
 
 
 @pytest.mark.parametrize("seed", _seed_params())
