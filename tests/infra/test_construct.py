@@ -296,3 +296,20 @@ def test_every_created_resource_is_exposed() -> None:
                       "user_pool", "user_pool_client", "alarm_topic"):  # fmt: skip
         assert getattr(system, attribute) is not None, attribute
     assert system.api_url
+
+
+def test_team_requirements_join_agentturns_in_one_resolution(tmp_path: Any) -> None:
+    # GIVEN a team requirements file with comments WHEN it is read for the bundle THEN its requirements follow
+    # agentturn's, they change the cache key, and the installed versions pin them (the tests' versions ship)
+    from agentturn.cdk.bundling import DependencySpec, local_target
+    from agentturn.cdk.settings import read_requirements
+
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("# tools need these\nsix>=1.16  # a pure-Python wheel\n\n")
+    extra = read_requirements(str(requirements))
+    assert extra == ("six>=1.16",)
+    alone = DependencySpec.for_target(local_target())
+    with_team = DependencySpec.for_target(local_target(), extra)
+    assert with_team.requirements == (*alone.requirements, "six>=1.16")
+    assert with_team.key != alone.key
+    assert "six" in dict(with_team.pins)
