@@ -1,4 +1,9 @@
-"""Typed errors of the core. Adapters translate their SDK's errors into these."""
+"""Typed errors of the core. Adapters translate their SDK's errors into these.
+
+Every error here survives ``pickle`` (a worker pool, a multiprocessing test) with its attributes: the base
+class rebuilds an error from its message and attributes without calling ``__init__``, so no subclass has to
+keep its constructor's signature and its ``args`` in step.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,55 @@ from enum import StrEnum
 from typing import Any
 
 
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class AgentTurnError(Exception):
     """Base class of every error agentturn raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default reduction calls ``cls(*self.args)``, which breaks on keyword-only or differently
+        # shaped constructors (and garbles errors whose message is not their first argument).
+        return (_rebuild, (self.__class__, self.args, dict(self.__dict__)))
+
+
+class StorageError(AgentTurnError):
+    """A storage request failed, and trying it again as it is will not help (a bug, a misconfiguration).
+
+    Adapters raise it (or :class:`StorageUnavailableError`) in place of their SDK's errors: nothing above
+    the ports knows the SDK. ``retryable`` says whether the same request may succeed later; ``code`` is the
+    service's error code, when it gave one.
+    """
+
+    def __init__(self, message: str, *, code: str | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+
+
+class StorageUnavailableError(StorageError):
+    """The storage service did not answer now: throttled, a 5xx, a lost connection or a timeout. The same
+    request may succeed later (HTTP answers 503; the SQS worker fails only that record, for SQS to retry)."""
+
+    def __init__(self, message: str, *, code: str | None = None, retryable: bool = True) -> None:
+        super().__init__(message, code=code, retryable=retryable)
+
+
+class BodyTooLargeError(StorageError, ValueError):
+    """A body does not fit in a DynamoDB item and no S3 bucket is configured to spill it to."""
+
+
+class BodyMissingError(StorageError):
+    """A stored item's body cannot be found: no body attribute, or an S3 object that does not exist (deleted
+    by hand, replaced by a concurrent save, a foreign bucket). ``key`` is the object's key, if it has one."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class TurnNotFoundError(AgentTurnError):
@@ -72,17 +124,38 @@ class SnapshotUnreadableError(AgentTurnError, ValueError):
         self.not_before = not_before
         self.error_type = error_type
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Keyword arguments do not survive the default (positional ``args``) reduction.
-        return (self.__class__, (self.turn_id, self.detail), dict(self.__dict__))
+
+class RefusalReason(StrEnum):
+    """Why a resume command was refused. A ``str`` enum: ``reason == "turn_terminal"`` keeps working, and
+    the HTTP layer maps the member, never the text of a message."""
+
+    #: none of the reasons below (the default)
+    INVALID_RESUME = "invalid_resume"
+    #: the turn has no action with that id
+    UNKNOWN_ACTION = "unknown_action"
+    #: the action was answered or closed already
+    ACTION_NOT_PENDING = "action_not_pending"
+    #: the turn has finished (or is being cancelled)
+    TURN_TERMINAL = "turn_terminal"
+    #: the turn is not waiting for a person
+    NOT_WAITING = "not_waiting"
+    #: a form answer for an approval, or the other way round
+    WRONG_COMMAND = "wrong_command"
+    #: the turn cannot be suspended in its current state
+    NOT_SUSPENDABLE = "not_suspendable"
+    #: the time to answer has passed
+    INPUT_EXPIRED = "input_expired"
+    #: an expiry was applied to a wait that has not expired
+    NOT_EXPIRED = "not_expired"
 
 
 class InvalidResumeError(AgentTurnError):
     """A resume command that does not fit the turn: wrong type, wrong or stale action id, turn not blocked."""
 
-    def __init__(self, message: str, *, reason: str = "invalid_resume") -> None:
+    def __init__(self, message: str, *, reason: RefusalReason | str = RefusalReason.INVALID_RESUME) -> None:
         super().__init__(message)
-        self.reason = reason
+        # A plain string naming a member is accepted (and checked): a misspelt reason fails here, loudly.
+        self.reason = RefusalReason(reason)
 
 
 class FormValidationError(AgentTurnError):

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import TypeAdapter
 
 from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
+from agentturn.serializer import JSON, Serializer
 
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
 
@@ -60,8 +61,9 @@ ChatMemoryProvider = Callable[[str], ChatMemory]
 
 
 class _Conversation:
-    def __init__(self, conversation_id: str, lock: threading.Lock) -> None:
+    def __init__(self, conversation_id: str, lock: threading.Lock, serializer: Serializer) -> None:
         self.conversation_id = conversation_id
+        self._serializer = serializer
         self._lock = lock
         self._keys: list[tuple[str, str]] = []
         self._bodies: dict[str, str] = {}
@@ -69,7 +71,7 @@ class _Conversation:
         self._active_turn: str | None = None
 
     def _decode(self, message_id: str) -> TimelineMessage:
-        return _TIMELINE.validate_json(self._bodies[message_id])
+        return self._serializer.loads(self._bodies[message_id], _TIMELINE)
 
     def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
         with self._lock:
@@ -99,7 +101,7 @@ class _Conversation:
         if message.message_id in self._bodies:
             return False
         bisect.insort(self._keys, (message.sort_key, message.message_id))
-        self._bodies[message.message_id] = message.model_dump_json(by_alias=True)
+        self._bodies[message.message_id] = self._serializer.dumps(message)
         self._sort_keys[message.message_id] = message.sort_key
         return True
 
@@ -120,7 +122,7 @@ class _Conversation:
             if getattr(current, "version", None) != expected_version or current.type != message.type:
                 return False
             stored = message.model_copy(update={"sort_key": self._sort_keys[message.message_id]})
-            self._bodies[message.message_id] = stored.model_dump_json(by_alias=True)
+            self._bodies[message.message_id] = self._serializer.dumps(stored)
             return True
 
     def get_active_turn(self) -> str | None:
@@ -140,7 +142,8 @@ class _Conversation:
 class InMemoryChatMemory:
     """A provider: ``InMemoryChatMemory()(conversation_id)`` returns that conversation's ChatMemory."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, serializer: Serializer = JSON) -> None:
+        self._serializer = serializer
         self._lock = threading.Lock()
         self._conversations: dict[str, _Conversation] = {}
 
@@ -148,6 +151,6 @@ class InMemoryChatMemory:
         with self._lock:
             conversation = self._conversations.get(conversation_id)
             if conversation is None:
-                conversation = _Conversation(conversation_id, threading.Lock())
+                conversation = _Conversation(conversation_id, threading.Lock(), self._serializer)
                 self._conversations[conversation_id] = conversation
             return conversation

@@ -8,11 +8,14 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Final, Protocol, runtime_checkable
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agentturn._clock import Clock
 from agentturn.errors import LeaseLostError, SnapshotUnreadableError, TurnNotFoundError, VersionConflictError
+from agentturn.serializer import JSON, Serializer
 from agentturn.state import SCHEMA_VERSION, Turn, TurnStatus
+
+_TURN: Final[TypeAdapter[Turn]] = TypeAdapter(Turn)
 
 
 @dataclass(frozen=True)
@@ -165,22 +168,22 @@ class _Record:
 class InMemoryTurnStore:
     """A thread-safe TurnStore for tests and single-process use.
 
-    Snapshots are kept as JSON text, as a real store keeps them, so nothing that would not survive
-    serialisation survives here.
+    Snapshots are kept as text made by ``serializer`` (JSON by default), as a real store keeps them, so
+    nothing that would not survive serialisation survives here.
     """
 
-    def __init__(self, clock: Clock = time.time) -> None:
+    def __init__(self, clock: Clock = time.time, *, serializer: Serializer = JSON) -> None:
         self._clock = clock
+        self._serializer = serializer
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}
 
     def _live(self, lease: Lease | None) -> bool:
         return lease is not None and lease.expires_at > self._clock()
 
-    @staticmethod
-    def _decode(turn_id: str, record: _Record) -> Turn:
+    def _decode(self, turn_id: str, record: _Record) -> Turn:
         try:
-            turn = check_schema_version(Turn.model_validate_json(record.body))
+            turn = check_schema_version(self._serializer.loads(record.body, _TURN))
         except (ValidationError, ValueError) as exc:
             raise SnapshotUnreadableError(
                 turn_id,
@@ -201,7 +204,7 @@ class InMemoryTurnStore:
                 raise VersionConflictError(turn.id, None, existing.version)
             stored = turn.model_copy(update={"version": 1})
             self._records[turn.id] = _Record(
-                body=stored.model_dump_json(by_alias=True),
+                body=self._serializer.dumps(stored),
                 version=1,
                 status=stored.status,
                 updated_at=self._clock(),
@@ -234,7 +237,7 @@ class InMemoryTurnStore:
             # The flag is monotonic: the stored turn carries it even when this writer had not seen it.
             cancel = record.cancel_requested or turn.cancel_requested
             stored = turn.model_copy(update={"version": version, "cancel_requested": cancel})
-            record.body = stored.model_dump_json(by_alias=True)
+            record.body = self._serializer.dumps(stored)
             record.version = version
             record.status = stored.status
             record.updated_at = self._clock()

@@ -15,11 +15,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from agentturn import AiMessage, Turn, TurnStatus, UserMessage, VersionConflictError
-from agentturn.aws._support import BodyTooLargeError
 from agentturn.aws.chat_memory import DynamoDBChatMemory, TimelineWriteError
 from agentturn.aws.turn_store import DynamoDBTurnStore
+from agentturn.errors import BodyTooLargeError
 from agentturn.messages import FormMessage
 from agentturn.projection import stamp
+from agentturn.serializer import JSON
 from agentturn.state import Suspension, SuspensionType
 from tests.contract.aws_adapters import AwsSession, aws_session, new_conversation_id
 from tests.contract.conftest import new_turn
@@ -27,6 +28,7 @@ from tests.contract.test_large_snapshot import incompressible
 from tests.contract.test_turn_store import advanced
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator
+from tests.support.sealing import SealingSerializer
 
 pytestmark = pytest.mark.integration
 
@@ -231,6 +233,34 @@ def test_without_a_bucket_a_body_beyond_the_item_limit_is_refused_clearly(
     # THEN it is refused before anything is written, saying what to configure
     with pytest.raises(BodyTooLargeError, match="bucket"):
         store.create(new_turn(text=incompressible(1_000_000)))
+
+
+@pytest.mark.parametrize("inline_limit", [64 * 1024, 1024], ids=["inline", "spilled"])
+def test_both_dynamodb_adapters_store_what_their_serializer_makes(
+    session: AwsSession, clock: FakeClock, inline_limit: int
+) -> None:
+    # GIVEN a turn store and a chat memory whose serializer seals the JSON (inline, or spilled to S3)
+    sealing = SealingSerializer(JSON)
+    store = session.turn_store(session.fresh_turns_table(), clock, serializer=sealing, inline_limit=inline_limit)
+    conversation = session.chat_memory(serializer=sealing, inline_limit=inline_limit)(new_conversation_id())
+    secret = "4111-1111-1111-1111 " + incompressible(4000)
+    turn = new_turn(text=secret)
+    message = stamp(turn, UserMessage(content=secret))
+
+    # WHEN a turn and a timeline entry holding the secret are written and read back
+    store.create(turn)
+    assert conversation.append(message)
+
+    # THEN both read back as written, and nothing either adapter wrote holds the secret in the clear
+    assert store.load(turn.id).messages == turn.messages
+    assert conversation.get_messages() == [message]
+    assert len(sealing.sealed) == 2
+    assert all("4111-1111" not in text for text in sealing.sealed)
+    item = raw_item(store, turn.id)
+    if inline_limit == 1024:
+        assert "bodyRef" in item
+    else:
+        assert "4111-1111" not in zlib.decompress(item["body"]["B"]).decode()
 
 
 def test_other_aws_errors_are_not_disguised(session: AwsSession, clock: FakeClock) -> None:

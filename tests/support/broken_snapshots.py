@@ -60,8 +60,7 @@ def break_snapshot(store: TurnStore, turn_id: str, how: Breakage) -> None:
     if how == "garbage":
         body: dict[str, object] = {"S": _TRUNCATED}
     elif how == "newer_schema":
-        text = store._body_text(item)
-        assert text is not None
+        text = store.codec.decode(item, what=f"turn {turn_id!r}")
         body = {"S": _newer(text)}
     else:
         body = {"B": b"x\x9c this is not a zlib stream"}

@@ -10,16 +10,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentturn.aws._support import BodyMissingError, BodyTooLargeError, StorageError
     from agentturn.aws.chat_memory import DynamoDBChatMemory, TimelineWriteError
     from agentturn.aws.resume_queue import InvalidResumeMessageError, SqsResumeQueue, parse_resume_message
     from agentturn.aws.tables import TableDefinition, TableNames, create_tables
     from agentturn.aws.turn_store import DynamoDBTurnStore
+    from agentturn.errors import BodyMissingError, BodyTooLargeError, StorageError
 
 _EXPORTS = {
-    "BodyMissingError": "agentturn.aws._support",
-    "BodyTooLargeError": "agentturn.aws._support",
-    "StorageError": "agentturn.aws._support",
+    "BodyMissingError": "agentturn.errors",
+    "BodyTooLargeError": "agentturn.errors",
+    "StorageError": "agentturn.errors",
     "DynamoDBChatMemory": "agentturn.aws.chat_memory",
     "TimelineWriteError": "agentturn.aws.chat_memory",
     "InvalidResumeMessageError": "agentturn.aws.resume_queue",

@@ -1,18 +1,13 @@
-"""Helpers shared by the AWS adapters: clients, error codes, numbers, compressed bodies, S3 spill-over."""
+"""Helpers shared by the AWS adapters: clients, error codes, numbers, the write nonce."""
 
 from __future__ import annotations
 
-import gzip
 import uuid
-import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.exceptions import ClientError
-
-from agentturn.errors import AgentTurnError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -37,18 +32,6 @@ CONDITION_FAILED: Final = "ConditionalCheckFailedException"
 #: "my write landed" from "someone else's write won". Content cannot tell them apart: an identical body
 #: written earlier by another call is not this call's write.
 WRITE_ID: Final = "writeId"
-
-
-class StorageError(AgentTurnError):
-    """A storage request failed in a way the runtime cannot recover from by itself."""
-
-
-class BodyTooLargeError(StorageError, ValueError):
-    """A body does not fit in a DynamoDB item and no S3 bucket is configured to spill it to."""
-
-
-class BodyMissingError(StorageError):
-    """An item points to an S3 object that does not exist (deleted by hand, or a foreign bucket)."""
 
 
 def error_code(exc: ClientError) -> str:
@@ -121,53 +104,3 @@ def as_str(attribute: AttributeValue | None) -> str | None:
     if attribute is None or "S" not in attribute:
         return None
     return str(attribute["S"])
-
-
-def inline_body(text: str, *, compress_threshold: int, level: int) -> AttributeValue:
-    """A body as an attribute value: plain text (``S``) when small, zlib (``B``) from ``compress_threshold``."""
-    raw = text.encode()
-    if len(raw) < compress_threshold:
-        return {"S": text}
-    return {"B": zlib.compress(raw, level)}
-
-
-def attribute_size(value: AttributeValue) -> int:
-    if "B" in value:
-        return len(value["B"])
-    return len(value.get("S", "").encode())
-
-
-def decode_inline(value: AttributeValue) -> str:
-    if "S" in value:
-        return str(value["S"])
-    data = value["B"]
-    return zlib.decompress(bytes(data)).decode()
-
-
-@dataclass(frozen=True)
-class BlobStore:
-    """Bodies too large for an item, as gzip objects in S3 (``aws s3 cp … - | gunzip`` reads them)."""
-
-    client: S3Client
-    bucket: str
-
-    def put(self, key: str, text: str, *, level: int) -> int:
-        data = gzip.compress(text.encode(), compresslevel=level, mtime=0)
-        self.client.put_object(
-            Bucket=self.bucket, Key=key, Body=data, ContentType="application/json", ContentEncoding="gzip"
-        )
-        return len(data)
-
-    def get(self, key: str) -> str | None:
-        """The object's text, ``None`` if there is no such object."""
-        try:
-            response = self.client.get_object(Bucket=self.bucket, Key=key)
-        except ClientError as exc:
-            if error_code(exc) in ("NoSuchKey", "404"):
-                return None
-            raise
-        data: bytes = response["Body"].read()
-        return gzip.decompress(data).decode()
-
-    def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=key)

@@ -35,7 +35,7 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter
@@ -43,32 +43,29 @@ from pydantic import TypeAdapter
 from agentturn.aws import tables
 from agentturn.aws._support import (
     CONDITION_FAILED,
-    MAX_INLINE_BODY,
     WRITE_ID,
-    BlobStore,
-    BodyMissingError,
-    BodyTooLargeError,
     Item,
-    StorageError,
     as_str,
-    attribute_size,
-    decode_inline,
     dynamodb_client,
     error_code,
-    inline_body,
     new_write_id,
     old_item,
     written_by,
 )
 from agentturn.aws._support import s3_client as default_s3_client
+from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec
+from agentturn.errors import StorageUnavailableError
 from agentturn.memory import ChatMemory
 from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
+from agentturn.serializer import JSON, Serializer
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
 _log = logging.getLogger("agentturn.aws.chat_memory")
+
+T = TypeVar("T")
 
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
 _MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
@@ -78,8 +75,8 @@ _SK: Final = tables.ENTRY_KEY
 _MODEL_SK: Final = tables.MODEL_KEY
 _MESSAGE_ID: Final = tables.MESSAGE_ID
 _CARD_ID: Final = tables.CARD_ID
-_BODY: Final = "body"
-_BODY_REF: Final = "bodyRef"
+_BODY: Final = BODY
+_BODY_REF: Final = BODY_REF
 _VERSION: Final = "version"
 _TYPE: Final = "type"
 _ACTIVE_TURN: Final = "activeTurnId"
@@ -110,8 +107,8 @@ def _names(expression: str) -> dict[str, str]:
     return {k: v for k, v in _NAMES.items() if k in expression}
 
 
-class TimelineWriteError(StorageError):
-    """Timeline entries could not be written (still throttled after bounded retries)."""
+class TimelineWriteError(StorageUnavailableError):
+    """Timeline entries could not be written (still throttled after bounded retries): retryable later."""
 
 
 def entry_key(sort_key: str, message_id: str) -> str:
@@ -131,7 +128,8 @@ class DynamoDBChatMemory:
     """A ChatMemory provider: ``DynamoDBChatMemory(table)(conversation_id)`` is that conversation's timeline.
 
     Entries whose compressed JSON exceeds ``inline_limit`` are spilled to ``bucket`` when one is given
-    (without one they stay inline up to the item limit, beyond it :class:`BodyTooLargeError`).
+    (without one they stay inline up to the item limit, beyond it :class:`~agentturn.errors.BodyTooLargeError`;
+    see :mod:`agentturn.aws.body_codec`). ``serializer`` makes the text an entry is stored as.
     ``consistent_reads`` (default) makes every read see every completed write, which the Runner relies on
     when it builds a model's context right after projecting.
     """
@@ -148,18 +146,18 @@ class DynamoDBChatMemory:
         compress_level: int = 6,
         consistent_reads: bool = True,
         key_prefix: str = "conversations/",
+        serializer: Serializer = JSON,
     ) -> None:
-        if not 0 < inline_limit <= MAX_INLINE_BODY:
-            raise ValueError(f"inline_limit must be in 1..{MAX_INLINE_BODY} bytes, not {inline_limit!r}")
         self.table_name = table_name
         self.client: DynamoDBClient = client if client is not None else dynamodb_client()
-        self._blobs: BlobStore | None = None
+        blobs = None
         if bucket is not None:
-            self._blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
+            blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
         # Most messages are a few hundred bytes: compressing them would cost CPU and save no write unit.
-        self.compress_threshold = compress_threshold
-        self.inline_limit = inline_limit
-        self.compress_level = compress_level
+        self.codec = BodyCodec(
+            blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
+        )
+        self.serializer = serializer
         self.consistent_reads = consistent_reads
         self.key_prefix = key_prefix
 
@@ -168,39 +166,39 @@ class DynamoDBChatMemory:
             raise ValueError("conversation_id must be non-empty")
         return DynamoDBConversation(self, conversation_id)
 
+
+class DynamoDBConversation:
+    """One conversation's timeline (what :class:`DynamoDBChatMemory` returns for a conversation id)."""
+
+    def __init__(self, memory: DynamoDBChatMemory, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self._client = memory.client
+        self._table = memory.table_name
+        self._codec = memory.codec
+        self._serializer = memory.serializer
+        self._key_prefix = memory.key_prefix
+        self._consistent = memory.consistent_reads
+
     # ------------------------------------------------------------------ items
 
-    def _item(self, conversation_id: str, message: TimelineMessage) -> Item:
+    def _item(self, message: TimelineMessage) -> Item:
         """The entry's item (its spilled body, if any, already written), with a fresh ``writeId``."""
         key = entry_key(message.sort_key, message.message_id)
-        text = message.model_dump_json(by_alias=True)
+        text = self._serializer.dumps(message)
         write_id = new_write_id()
         item: Item = {
-            _CID: {"S": conversation_id},
+            _CID: {"S": self.conversation_id},
             _SK: {"S": key},
             _MESSAGE_ID: {"S": message.message_id},
             WRITE_ID: {"S": write_id},
         }
-        value = inline_body(text, compress_threshold=self.compress_threshold, level=self.compress_level)
-        size = attribute_size(value)
-        if size <= self.inline_limit or (self._blobs is None and size <= MAX_INLINE_BODY):
-            item[_BODY] = value
-        elif self._blobs is None:
-            raise BodyTooLargeError(
-                f"timeline entry {message.message_id!r} is {size} bytes compressed, more than a DynamoDB item "
-                "holds; configure a bucket"
+        item.update(
+            self._codec.encode(
+                text,
+                object_key=lambda: self._object_key(key, write_id, immutable=message.model_visible),
+                what=f"timeline entry {message.message_id!r}",
             )
-        else:
-            digest = hashlib.sha256(f"{conversation_id}\n{key}".encode()).hexdigest()[:32]
-            if message.model_visible:
-                # Immutable: re-projection writes the same content, so the same object key is harmless.
-                object_key = f"{self.key_prefix}{digest}.json.gz"
-            else:
-                # Cards change: every write gets its own object, so a losing writer never clobbers the winner's
-                # (all of a card's objects share the digest's prefix: retention removes them together).
-                object_key = f"{self.key_prefix}{digest}/{write_id}.json.gz"
-            self._blobs.put(object_key, text, level=self.compress_level)
-            item[_BODY_REF] = {"S": object_key}
+        )
         if message.model_visible:
             item[_MODEL_SK] = {"S": key}
         if isinstance(message, FormMessage | ApprovalMessage):
@@ -209,44 +207,35 @@ class DynamoDBChatMemory:
             item[_CARD_ID] = {"S": message.message_id}
         return item
 
-    def _text(self, item: Item) -> str:
-        value = item.get(_BODY)
-        if value is not None:
-            return decode_inline(value)
-        key = as_str(item.get(_BODY_REF))
-        if key is None or self._blobs is None:
-            raise BodyMissingError(f"timeline entry {as_str(item.get(_MESSAGE_ID))!r} has no readable body")
-        text = self._blobs.get(key)
-        if text is None:
-            raise BodyMissingError(f"the S3 body {key!r} of timeline entry {as_str(item.get(_MESSAGE_ID))!r} is gone")
-        return text
+    def _object_key(self, key: str, write_id: str, *, immutable: bool) -> str:
+        digest = hashlib.sha256(f"{self.conversation_id}\n{key}".encode()).hexdigest()[:32]
+        if immutable:
+            # Re-projection writes the same content, so the same object key is harmless.
+            return f"{self._key_prefix}{digest}.json.gz"
+        # Cards change: every write gets its own object, so a losing writer never clobbers the winner's (all
+        # of a card's objects share the digest's prefix: retention removes them together).
+        return f"{self._key_prefix}{digest}/{write_id}.json.gz"
+
+    def _decode(self, item: Item, schema: TypeAdapter[T]) -> T:
+        text = self._codec.decode(item, what=f"timeline entry {as_str(item.get(_MESSAGE_ID))!r}")
+        return self._serializer.loads(text, schema)
 
     def _batch_put(self, items: list[Item]) -> None:
         """BatchWriteItem in chunks of 25, retrying unprocessed items with bounded, jittered backoff."""
         for start in range(0, len(items), _BATCH_SIZE):
             pending: list[Any] = [{"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_SIZE]]
             for attempt in range(_BATCH_ATTEMPTS):
-                response = self.client.batch_write_item(RequestItems={self.table_name: pending})
-                pending = list(response.get("UnprocessedItems", {}).get(self.table_name, []))
+                response = self._client.batch_write_item(RequestItems={self._table: pending})
+                pending = list(response.get("UnprocessedItems", {}).get(self._table, []))
                 if not pending:
                     break
                 if attempt + 1 < _BATCH_ATTEMPTS:
                     time.sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))
             else:
                 raise TimelineWriteError(
-                    f"{len(pending)} timeline entries of table {self.table_name!r} were still unprocessed "
+                    f"{len(pending)} timeline entries of table {self._table!r} were still unprocessed "
                     f"after {_BATCH_ATTEMPTS} attempts"
                 )
-
-
-class DynamoDBConversation:
-    """One conversation's timeline (what :class:`DynamoDBChatMemory` returns for a conversation id)."""
-
-    def __init__(self, memory: DynamoDBChatMemory, conversation_id: str) -> None:
-        self.conversation_id = conversation_id
-        self._memory = memory
-        self._client = memory.client
-        self._table = memory.table_name
 
     # ------------------------------------------------------------------ reads
 
@@ -271,7 +260,7 @@ class DynamoDBConversation:
                 KeyConditionExpression=condition,
                 ExpressionAttributeNames=_names(condition),
                 ExpressionAttributeValues={":cid": {"S": self.conversation_id}, ":prefix": {"S": _ENTRY_PREFIX}},
-                ConsistentRead=self._memory.consistent_reads,
+                ConsistentRead=self._consistent,
                 # The latest N: read backwards from the end, then turn the page around.
                 ScanIndexForward=limit is None,
                 **kwargs,
@@ -285,11 +274,11 @@ class DynamoDBConversation:
         return items
 
     def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
-        return [_TIMELINE.validate_json(self._memory._text(item)) for item in self._query(None, _SK, limit)]
+        return [self._decode(item, _TIMELINE) for item in self._query(None, _SK, limit)]
 
     def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
         items = self._query(tables.MODEL_INDEX, _MODEL_SK, limit)
-        return [_MODEL.validate_json(self._memory._text(item)) for item in items]
+        return [self._decode(item, _MODEL) for item in items]
 
     def _locate(self, message_id: str) -> Item | None:
         """The card with ``message_id``, from the sparse byMessageId index (fetched from the table if needed)."""
@@ -300,7 +289,7 @@ class DynamoDBConversation:
             KeyConditionExpression=condition,
             ExpressionAttributeNames=_names(condition),
             ExpressionAttributeValues={":cid": {"S": self.conversation_id}, ":mid": {"S": message_id}},
-            ConsistentRead=self._memory.consistent_reads,
+            ConsistentRead=self._consistent,
             # On an LSI, DynamoDB fetches unprojected attributes from the table within the same request.
             Select="ALL_ATTRIBUTES",
             Limit=1,
@@ -314,7 +303,7 @@ class DynamoDBConversation:
             got = self._client.get_item(
                 TableName=self._table,
                 Key={_CID: item[_CID], _SK: item[_SK]},
-                ConsistentRead=self._memory.consistent_reads,
+                ConsistentRead=self._consistent,
             )
             item = cast("Item | None", got.get("Item")) or item
         return item
@@ -336,7 +325,7 @@ class DynamoDBConversation:
                     ":prefix": {"S": _ENTRY_PREFIX},
                     ":mid": {"S": message_id},
                 },
-                ConsistentRead=self._memory.consistent_reads,
+                ConsistentRead=self._consistent,
                 ScanIndexForward=False,
                 **kwargs,
             )
@@ -352,7 +341,7 @@ class DynamoDBConversation:
         item = self._locate(message_id) or self._search(message_id)
         if item is None or (_BODY not in item and _BODY_REF not in item):
             return None
-        return _TIMELINE.validate_json(self._memory._text(item))
+        return self._decode(item, _TIMELINE)
 
     # ------------------------------------------------------------------ writes
 
@@ -374,7 +363,7 @@ class DynamoDBConversation:
 
     def append(self, message: TimelineMessage) -> bool:
         _require_id(message)
-        return self._put_new(self._memory._item(self.conversation_id, message))
+        return self._put_new(self._item(message))
 
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
         for message in messages:
@@ -393,7 +382,7 @@ class DynamoDBConversation:
             # One entry: a conditional put costs the same request and skips the index writes when present.
             self.append(next(iter(immutable.values())))
         elif immutable:
-            self._memory._batch_put([self._memory._item(self.conversation_id, m) for m in immutable.values()])
+            self._batch_put([self._item(m) for m in immutable.values()])
         for card in cards:
             self.append(card)
 
@@ -416,7 +405,7 @@ class DynamoDBConversation:
 
     def _replace_card(self, message: CardMessage, expected_version: int) -> bool | None:
         """One conditional PutItem at the card's key; ``None`` when there is no item under that key at all."""
-        item = self._memory._item(self.conversation_id, message)
+        item = self._item(message)
         condition = "#mid = :mid AND #v = :expected AND #type = :type"
         try:
             self._client.put_item(

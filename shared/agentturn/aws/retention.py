@@ -25,13 +25,11 @@ if the body is already gone, the timeline is found by message id (``<turnId>:...
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import json
 import logging
 import random
 import time
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
@@ -39,7 +37,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentturn.aws import tables
-from agentturn.aws._support import AttributeValue, BlobStore, Item, StorageError, as_str, decode_inline
+from agentturn.aws._support import AttributeValue, Item, as_str
+from agentturn.aws.body_codec import CORRUPT_BODY, BlobStore, decode_inline
+from agentturn.errors import BodyMissingError, StorageError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -184,7 +184,9 @@ class RetentionCleaner:
             if text is None:
                 return None
             body = json.loads(text)
-        except (zlib.error, gzip.BadGzipFile, EOFError, UnicodeDecodeError, ValueError) as exc:
+        except BodyMissingError:
+            return None
+        except (*CORRUPT_BODY, ValueError) as exc:
             _log.warning("turn %r: its body cannot be read (%s)", turn.turn_id, type(exc).__name__)
             return None
         value = body.get("createdAt") if isinstance(body, dict) else None

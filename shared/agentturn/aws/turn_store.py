@@ -41,7 +41,6 @@ retention consumer (:mod:`agentturn.aws.retention`) removes a turn's objects tog
 
 from __future__ import annotations
 
-import gzip
 import logging
 import math
 import time
@@ -50,33 +49,34 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agentturn._clock import Clock
 from agentturn.aws import tables
 from agentturn.aws._support import (
     CONDITION_FAILED,
-    MAX_INLINE_BODY,
     WRITE_ID,
-    BlobStore,
-    BodyMissingError,
-    BodyTooLargeError,
     Item,
     as_float,
     as_int,
     as_str,
-    attribute_size,
-    decode_inline,
     dynamodb_client,
     error_code,
-    inline_body,
     new_write_id,
     number,
     old_item,
     written_by,
 )
 from agentturn.aws._support import s3_client as default_s3_client
-from agentturn.errors import LeaseLostError, SnapshotUnreadableError, TurnNotFoundError, VersionConflictError
+from agentturn.aws.body_codec import BODY, BODY_REF, CORRUPT_BODY, BlobStore, BodyCodec
+from agentturn.errors import (
+    BodyMissingError,
+    LeaseLostError,
+    SnapshotUnreadableError,
+    TurnNotFoundError,
+    VersionConflictError,
+)
+from agentturn.serializer import JSON, Serializer
 from agentturn.state import Turn, TurnStatus
 from agentturn.store import (
     SNAPSHOT_UNREADABLE,
@@ -97,8 +97,8 @@ _TURN_ID: Final = tables.TURN_ID
 _VERSION: Final = tables.TURN_VERSION
 _STATUS: Final = "status"
 _CONVERSATION: Final = "conversationId"
-_BODY: Final = "body"
-_BODY_REF: Final = "bodyRef"
+_BODY: Final = BODY
+_BODY_REF: Final = BODY_REF
 _CANCEL: Final = "cancelRequested"
 _UPDATED_AT: Final = tables.UPDATED_AT
 _SHARD: Final = tables.RUNNABLE_SHARD
@@ -140,7 +140,8 @@ _RUNNABLE_VALUES: Final = {":ready": {"S": TurnStatus.READY.value}, ":running": 
 #: Statuses a turn can still leave: the ones an unreadable turn may be counted (and ended) in.
 _OPEN_VALUES: Final = {f":open{i}": {"S": s.value} for i, s in enumerate(TurnStatus) if not s.is_terminal}
 #: What a body that does not decode raises (transport errors are none of these: they are retried as such).
-_UNDECODABLE: Final = (zlib.error, gzip.BadGzipFile, EOFError, UnicodeDecodeError, ValidationError, ValueError)
+_UNDECODABLE: Final = (*CORRUPT_BODY, ValidationError, ValueError)
+_TURN: Final[TypeAdapter[Turn]] = TypeAdapter(Turn)
 #: A body pointer that no longer resolves is re-read this many times (a concurrent save replaced it).
 _LOAD_ATTEMPTS: Final = 3
 
@@ -168,7 +169,8 @@ class DynamoDBTurnStore:
     ``turns/<turnId>/<version>-<nonce>.json.gz`` (the write's nonce): a fenced-off writer never overwrites
     the object a current writer's item points to, and an SDK retry of a PUT rewrites the same bytes.
     Without a bucket, bodies up to the item limit stay inline and larger ones raise
-    :class:`~agentturn.aws._support.BodyTooLargeError`.
+    :class:`~agentturn.errors.BodyTooLargeError` (see :mod:`agentturn.aws.body_codec`). ``serializer`` makes
+    the text a snapshot is stored as (:data:`agentturn.serializer.JSON` by default).
     ``clock`` decides lease expiry and ``updatedAt`` (inject one in tests; every process of a deployment
     must agree on time within much less than a lease).
     """
@@ -187,22 +189,22 @@ class DynamoDBTurnStore:
         runnable_shards: int = tables.RUNNABLE_SHARDS,
         terminal_ttl_seconds: float | None = None,
         key_prefix: str = "turns/",
+        serializer: Serializer = JSON,
     ) -> None:
-        if not 0 < inline_limit <= MAX_INLINE_BODY:
-            raise ValueError(f"inline_limit must be in 1..{MAX_INLINE_BODY} bytes, not {inline_limit!r}")
         if runnable_shards < 1:
             raise ValueError(f"runnable_shards must be at least 1, not {runnable_shards!r}")
         self.table_name = table_name
         self.client: DynamoDBClient = client if client is not None else dynamodb_client()
-        self._blobs: BlobStore | None = None
+        blobs = None
         if bucket is not None:
-            self._blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
+            blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
+        # Below ~1 KB zlib saves little and costs CPU; items are billed per started KB anyway. Above
+        # ``inline_limit`` a body costs more as write units than as an S3 PUT + GET (64 KB = 64 WCU/save).
+        self.codec = BodyCodec(
+            blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
+        )
+        self.serializer = serializer
         self.clock = clock
-        # Below ~1 KB zlib saves little and costs CPU; items are billed per started KB anyway.
-        self.compress_threshold = compress_threshold
-        # Above this size a body costs more as write units than as an S3 PUT + GET (64 KB = 64 WCU/save).
-        self.inline_limit = inline_limit
-        self.compress_level = compress_level
         self.runnable_shards = runnable_shards
         # For turns that carry no retain_until of their own (the Runner sets one from the agent's policy).
         self.terminal_ttl_seconds = terminal_ttl_seconds
@@ -245,44 +247,17 @@ class DynamoDBTurnStore:
 
     def _encode_body(self, turn: Turn, write_id: str) -> tuple[str, Item]:
         """``(json, {"body"|"bodyRef": value})``; writes the S3 object first if the body is spilled."""
-        text = turn.model_dump_json(by_alias=True)
-        value = inline_body(text, compress_threshold=self.compress_threshold, level=self.compress_level)
-        size = attribute_size(value)
-        if size <= self.inline_limit or (self._blobs is None and size <= MAX_INLINE_BODY):
-            return text, {_BODY: value}
-        if self._blobs is None:
-            raise BodyTooLargeError(
-                f"snapshot of turn {turn.id!r} is {size} bytes compressed, more than a DynamoDB item holds; "
-                "configure a snapshot bucket"
-            )
-        # Written before the item: an item never points to an object that is not there yet.
-        key = f"{self.key_prefix}{turn.id}/{turn.version}-{write_id}.json.gz"
-        self._blobs.put(key, text, level=self.compress_level)
-        return text, {_BODY_REF: {"S": key}}
+        text = self.serializer.dumps(turn)
+        # The write's nonce in the key: a fenced-off writer never overwrites the object a current item names.
+        body = self.codec.encode(
+            text,
+            object_key=lambda: f"{self.key_prefix}{turn.id}/{turn.version}-{write_id}.json.gz",
+            what=f"snapshot of turn {turn.id!r}",
+        )
+        return text, body
 
-    def _discard(self, key: str | None) -> None:
-        """Best effort: delete an S3 body a write proved unreferenced. A leak costs storage, not correctness."""
-        if key is None or self._blobs is None:
-            return
-        try:
-            self._blobs.delete(key)
-        except (ClientError, BotoCoreError) as exc:
-            _log.warning("could not delete unreferenced snapshot object %r: %s", key, exc)
-
-    def _body_text(self, item: Item) -> str | None:
-        value = item.get(_BODY)
-        if value is not None:
-            return decode_inline(value)
-        key = as_str(item.get(_BODY_REF))
-        if key is None:
-            raise BodyMissingError(f"turn item {as_str(item.get(_TURN_ID))!r} has neither a body nor a body reference")
-        if self._blobs is None:
-            raise BodyMissingError(f"turn body is in S3 ({key!r}) but this store has no bucket configured")
-        return self._blobs.get(key)
-
-    @staticmethod
-    def _decode(text: str, version: int, cancel_requested: bool) -> Turn:
-        turn = check_schema_version(Turn.model_validate_json(text))
+    def _decode(self, text: str, version: int, cancel_requested: bool) -> Turn:
+        turn = check_schema_version(self.serializer.loads(text, _TURN))
         return turn.model_copy(update={"version": version, "cancel_requested": cancel_requested})
 
     def _read(self, item: Item) -> Turn | None:
@@ -290,13 +265,16 @@ class DynamoDBTurnStore:
         if _BODY not in item and _BODY_REF not in item:
             raise self._unreadable(item, "the item has neither a body nor a body reference")
         try:
-            text = self._body_text(item)
-            if text is None:
-                return None
+            text = self.codec.decode(item, what=f"turn item {as_str(item.get(_TURN_ID))!r}")
             return self._decode(text, as_int(item.get(_VERSION)), bool(item.get(_CANCEL, {}).get("BOOL", False)))
         except _UNDECODABLE as exc:
             first_line = next(iter(str(exc).splitlines()), "")
             raise self._unreadable(item, f"{type(exc).__name__}: {first_line}") from exc
+        except BodyMissingError:
+            if not self.codec.spills:
+                # A spilled body and no bucket to read it from: a misconfiguration, not a race.
+                raise
+            return None
 
     @staticmethod
     def _unreadable(item: Item, detail: str) -> SnapshotUnreadableError:
@@ -398,7 +376,7 @@ class DynamoDBTurnStore:
         if previous_ref is not None and previous_ref != as_str(body.get(_BODY_REF)):
             # UPDATED_OLD of this very write: the item referenced that object until now, and no later write
             # can point back to it (each object belongs to one version, and versions only grow).
-            self._discard(previous_ref)
+            self.codec.discard(previous_ref)
         return self._decode(text, version, cancel)
 
     def _update_snapshot(
@@ -781,4 +759,4 @@ class DynamoDBTurnStore:
             existing = old_item(exc) or {}
             raise VersionConflictError(turn_id, expected_version, as_int(existing.get(_VERSION))) from None
         deleted = cast("Item", response.get("Attributes", {}))
-        self._discard(as_str(deleted.get(_BODY_REF)))
+        self.codec.discard(self.codec.reference(deleted))
