@@ -112,8 +112,9 @@ def test_the_sweeper_recovers_a_turn_whose_enqueue_was_lost(deployment: Deployme
         lost = _submit(deployment, turn)
     finally:
         restore()
-    assert lost.status == 500, lost.body
-    assert lost.json["type"].endswith("/internal-error")
+    # (a lost connection is retryable: 503 with Retry-After, as for throttling)
+    assert lost.status == 503, lost.body
+    assert lost.json["type"].endswith("/service-unavailable")
     assert deployment.queue_depth() == 0
     assert _get(deployment, turn["turnId"])["status"] == "RUNNING"
 
@@ -132,11 +133,11 @@ def test_the_sweeper_recovers_a_turn_whose_enqueue_was_lost(deployment: Deployme
 
 
 def test_a_client_retry_recovers_a_lost_enqueue_without_waiting_for_the_sweeper(deployment: Deployment) -> None:
-    # GIVEN a submission that was saved but not sent (the client saw a 500)
+    # GIVEN a submission that was saved but not sent (the client saw a 503: a lost connection is retryable)
     turn = _waiting(deployment)
     restore = deployment.break_queue_sends(deployment.submit_app.api.services)
     try:
-        assert _submit(deployment, turn).status == 500
+        assert _submit(deployment, turn).status == 503
     finally:
         restore()
 
@@ -157,7 +158,7 @@ def test_the_sweeper_recovers_a_run_whose_handoff_was_lost(deployment: Deploymen
         )
     finally:
         restore()
-    assert response.status == 500
+    assert response.status == 503
 
     # WHEN the sweeper runs and the worker gets its message
     assert deployment.sweeper()["enqueued"] == 1

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from agentturn import AiMessage, Turn, TurnStatus, UserMessage, VersionConflictError
 from agentturn.aws.chat_memory import DynamoDBChatMemory, TimelineWriteError
 from agentturn.aws.turn_store import DynamoDBTurnStore
-from agentturn.errors import BodyTooLargeError
+from agentturn.errors import BodyTooLargeError, StorageError
 from agentturn.messages import FormMessage
 from agentturn.projection import stamp
 from agentturn.serializer import JSON
@@ -268,10 +268,14 @@ def test_other_aws_errors_are_not_disguised(session: AwsSession, clock: FakeCloc
     store = DynamoDBTurnStore("no-such-table", client=session.dynamodb, clock=clock)
 
     # WHEN it is used
-    # THEN the AWS error comes through as it is (not as a version conflict or "not found")
-    with pytest.raises(ClientError) as failure:
+    # THEN the AWS error comes through as a non-retryable storage error with its code (not as a version
+    # conflict, "not found", or the SDK's own exception type), the SDK's error kept as its cause
+    with pytest.raises(StorageError) as failure:
         store.load("turn-1")
-    assert failure.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    assert type(failure.value) is StorageError
+    assert (failure.value.code, failure.value.retryable) == ("ResourceNotFoundException", False)
+    assert "DynamoDBTurnStore.load" in str(failure.value)
+    assert isinstance(failure.value.__cause__, ClientError)
 
 
 # ------------------------------------------------------------------------------------------- batching

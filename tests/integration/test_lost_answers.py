@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from botocore.exceptions import BotoCoreError, ClientError
 
 from agentturn import AiMessage, FormStatus, ResumeCommand, Runner, TurnStatus, UserMessage, Worker
 from agentturn.aws.chat_memory import DynamoDBChatMemory
 from agentturn.aws.resume_queue import SqsResumeQueue, parse_resume_message
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import demo_agents
+from agentturn.errors import StorageUnavailableError
 from agentturn.messages import FormMessage
 from agentturn.projection import stamp
 from tests.contract.aws_adapters import (
@@ -209,8 +209,9 @@ def test_a_save_whose_retries_all_fail_after_it_landed_leaves_a_readable_turn(fa
 
     # WHEN a save lands and then every retry fails: the caller gets an error for a write that took effect
     faulty.fail("dynamodb.UpdateItem", "after_exhausted")
-    with pytest.raises((ClientError, BotoCoreError)):
+    with pytest.raises(StorageUnavailableError) as failure:
         store.save(advanced(created, TurnStatus.RUNNING, incompressible(4000)), expected_version=1)
+    assert failure.value.retryable
 
     # THEN the stored turn is version 2 and readable: its body object was not deleted by the failure
     loaded = store.load(created.id)

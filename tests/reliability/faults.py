@@ -6,8 +6,9 @@ Before each write-like call the plan draws whether this call fails and when:
 * ``after``: the write is applied, then the caller sees an error (the ambiguous case: a timeout on the
   response of a request that succeeded).
 
-The error is ``EndpointConnectionError``, what boto3 raises for a lost connection, so the code under test
-handles it exactly as it would a real one. The plan is a pure function of its seed and the call sequence.
+The error is ``StorageUnavailableError``, what an adapter raises at the port for a lost connection (it
+translates boto3's ``EndpointConnectionError``), so the code under test handles it exactly as it would a real
+one. The plan is a pure function of its seed and the call sequence.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from botocore.exceptions import EndpointConnectionError
-
+from agentturn.errors import StorageUnavailableError
 from agentturn.memory import ChatMemory, ChatMemoryProvider
 from agentturn.queue import ResumeQueue
 from agentturn.state import Turn
@@ -26,9 +26,9 @@ from agentturn.store import Lease, RunnableTurn, TurnStore
 from tests.support.clock import FakeClock
 
 
-class InjectedFault(EndpointConnectionError):
+class InjectedFault(StorageUnavailableError):
     def __init__(self, operation: str, when: str) -> None:
-        super().__init__(endpoint_url=f"fault-injector/{operation}/{when}")
+        super().__init__(f"{operation} failed: EndpointConnectionError: fault-injector/{operation}/{when}")
         self.operation, self.when = operation, when
 
 

@@ -34,7 +34,6 @@ from typing import Any, Final, Literal
 
 import boto3
 import pytest
-from botocore.exceptions import BotoCoreError, ClientError
 
 from agentturn import Agent, ExecutionPolicy, TurnStatus
 from agentturn.api.ownership import conversation_key
@@ -45,6 +44,7 @@ from agentturn.aws.chat_memory import DynamoDBChatMemory
 from agentturn.aws.resume_queue import SqsResumeQueue
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import TicketLedger, demo_agents
+from agentturn.errors import StorageError
 from agentturn.messages import ApprovalMessage, FormMessage, ToolMessage
 from agentturn.projection import project
 from agentturn.state import Turn
@@ -303,7 +303,7 @@ class World:
         self.sweeps += 1
         try:
             sweep(self.stack.services, NullTelemetry())
-        except (ClientError, BotoCoreError):
+        except StorageError:
             self.failed_sweeps += 1  # the sweeper Lambda failed this tick; the next one runs again
 
     def run(self) -> None:

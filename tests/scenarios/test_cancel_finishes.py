@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 
 from agentturn import (
     Agent,
@@ -21,6 +20,7 @@ from agentturn import (
     Turn,
     TurnStatus,
 )
+from agentturn.errors import StorageUnavailableError
 from agentturn.store import Lease, RunnableTurn, TurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
@@ -35,10 +35,9 @@ from tests.scenarios.test_decline_expire_retain import TICKET
 SavePredicate = Callable[[Turn], bool]
 
 
-def throttled(operation: str) -> ClientError:
-    """What the DynamoDB adapter lets through once the SDK's own retries of a throttled write ran out."""
-    error = {"Code": "ThrottlingException", "Message": "Rate of requests exceeds the allowed throughput."}
-    return ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}, operation)
+def throttled(operation: str) -> StorageUnavailableError:
+    """What the DynamoDB adapter raises at the port once the SDK's own retries of a throttled write ran out."""
+    return StorageUnavailableError(f"{operation} failed: ThrottlingException: slow down", code="ThrottlingException")
 
 
 class ThrottlingStore:
@@ -112,7 +111,7 @@ def test_a_retried_cancel_finishes_a_cancel_whose_save_was_throttled(backend: Ba
     store.throttle(cancelled_save)
 
     # WHEN the first cancel is throttled
-    with pytest.raises(ClientError):
+    with pytest.raises(StorageUnavailableError):
         runner.cancel(waiting.id)
 
     # THEN nothing changed: the turn still waits, its card is PENDING, and no flag was left behind
@@ -193,7 +192,7 @@ def test_the_sweeper_finishes_a_cancel_whose_process_died_after_the_turn_blocked
     store = ThrottlingStore(backend.store)
     store.throttle(cancelled_save)
     runner = backend.runner([agent], store=store)
-    with pytest.raises(ClientError):
+    with pytest.raises(StorageUnavailableError):
         runner.run(agent, "conv", "ticket please")
     stranded = backend.memory("conv").get_active_turn()
     assert stranded is not None

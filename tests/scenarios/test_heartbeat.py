@@ -8,8 +8,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from agentturn import (
     Agent,
     AiMessage,
@@ -24,6 +22,7 @@ from agentturn import (
     WorkResult,
 )
 from agentturn._clock import real_wait
+from agentturn.errors import StorageUnavailableError
 from agentturn.store import Lease, RunnableTurn, TurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import Ledger, ai_calls
@@ -68,8 +67,8 @@ class ObservedStore:
     def renew(self, lease: Lease, lease_seconds: float) -> Lease:
         try:
             if self.throttle_renewals:
-                error = {"Code": "ThrottlingException", "Message": "slow down"}
-                raise ClientError({"Error": error}, "UpdateItem")
+                # What the DynamoDB adapter raises at the port once the SDK's retries ran out.
+                raise StorageUnavailableError("renew failed: ThrottlingException", code="ThrottlingException")
             return self.inner.renew(lease, lease_seconds)
         finally:
             # Counted once the attempt is over, so that a test moving on after it sees its effect.

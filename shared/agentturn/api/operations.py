@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from agentturn.api import problems
 from agentturn.api.models import (
     ActionAccepted,
@@ -29,7 +27,9 @@ from agentturn.errors import (
     ConversationBusyError,
     IdempotencyConflictError,
     InvalidResumeError,
+    RefusalReason,
     SnapshotUnreadableError,
+    StorageError,
     UnknownAgentError,
 )
 from agentturn.projection import is_projected
@@ -98,7 +98,7 @@ class Operations:
         except ConversationBusyError as exc:
             # Said with the caller's conversation id, not the namespaced one the core knows.
             raise problems.conversation_busy(conversation_id, exc.active_turn_id) from None
-        except (ClientError, BotoCoreError):
+        except StorageError:
             if started:
                 # The turn is saved runnable at its last step (its lease released or soon expired): hand it to
                 # a worker now rather than at the next sweep, then answer 5xx for what failed here.
@@ -115,7 +115,7 @@ class Operations:
     def _hand_off_after_failure(self, turn_id: str, version: int) -> None:
         try:
             self.services.queue.enqueue(turn_id, version)
-        except (ClientError, BotoCoreError):
+        except StorageError:
             _log.warning("could not hand turn %r to the worker either; the sweeper will", turn_id)
 
     # ------------------------------------------------------------------ reads
@@ -179,7 +179,7 @@ class Operations:
             # Cancelling is idempotent: a turn that ended with the flag (cancelled, or stopped otherwise once
             # cancel was asked) answers the same 202 without writing; one that ended otherwise is a conflict.
             if not turn.cancel_requested:
-                raise InvalidResumeError(f"turn {turn_id!r} is {turn.status.value}", reason="turn_terminal")
+                raise InvalidResumeError(f"turn {turn_id!r} is {turn.status.value}", reason=RefusalReason.TURN_TERMINAL)
         else:
             # Also when the flag is already set: a first attempt that set it but failed before the turn was
             # saved CANCELLED is finished by its retry (a running turn is stopped by its worker).

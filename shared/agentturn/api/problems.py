@@ -17,7 +17,9 @@ from agentturn.errors import (
     FormValidationError,
     IdempotencyConflictError,
     InvalidResumeError,
+    RefusalReason,
     SnapshotUnreadableError,
+    StorageError,
     TurnNotFoundError,
     UnknownAgentError,
     VersionConflictError,
@@ -54,6 +56,10 @@ class ProblemError(Exception):
         self.errors = [dict(e) for e in errors] if errors is not None else None
         self.headers = dict(headers or {})
         self.extensions = dict(extensions or {})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default reduction would call ``ProblemError(message)``: rebuild from the fields instead.
+        return (self.__class__, (self.status, self.slug, self.title, self.detail), dict(self.__dict__))
 
     @property
     def type(self) -> str:
@@ -239,13 +245,13 @@ def internal_error() -> ProblemError:
     return ProblemError(500, "internal-error", "Internal error", "the request failed on the server; it was logged")
 
 
-_RESUME_CONFLICTS: Final[Mapping[str, tuple[str, str]]] = {
-    "action_not_pending": ("action-not-pending", "Action no longer pending"),
-    "turn_terminal": ("turn-terminal", "Turn already finished"),
-    "not_waiting": ("turn-not-waiting", "Turn is not waiting for a person"),
-    "wrong_command": ("wrong-action-kind", "Wrong kind of answer for this action"),
-    "not_suspendable": ("turn-not-waiting", "Turn is not waiting for a person"),
-    "input_expired": ("input-expired", "The time to answer has passed"),
+_RESUME_CONFLICTS: Final[Mapping[RefusalReason, tuple[str, str]]] = {
+    RefusalReason.ACTION_NOT_PENDING: ("action-not-pending", "Action no longer pending"),
+    RefusalReason.TURN_TERMINAL: ("turn-terminal", "Turn already finished"),
+    RefusalReason.NOT_WAITING: ("turn-not-waiting", "Turn is not waiting for a person"),
+    RefusalReason.WRONG_COMMAND: ("wrong-action-kind", "Wrong kind of answer for this action"),
+    RefusalReason.NOT_SUSPENDABLE: ("turn-not-waiting", "Turn is not waiting for a person"),
+    RefusalReason.INPUT_EXPIRED: ("input-expired", "The time to answer has passed"),
 }
 
 
@@ -260,7 +266,7 @@ def from_core_error(exc: AgentTurnError, *, conversation_id: str | None = None) 
     if isinstance(exc, SnapshotUnreadableError):
         return turn_unreadable(exc)
     if isinstance(exc, InvalidResumeError):
-        if exc.reason == "unknown_action":
+        if exc.reason is RefusalReason.UNKNOWN_ACTION:
             return ProblemError(404, "action-not-found", "Action not found", str(exc))
         slug, title = _RESUME_CONFLICTS.get(exc.reason, ("invalid-resume", "Answer does not fit the turn"))
         return ProblemError(409, slug, title, str(exc))
@@ -268,6 +274,8 @@ def from_core_error(exc: AgentTurnError, *, conversation_id: str | None = None) 
         return conversation_busy(conversation_id or "?", exc.active_turn_id)
     if isinstance(exc, VersionConflictError):
         return concurrent_update(exc.turn_id)
+    if isinstance(exc, StorageError) and exc.retryable:
+        return service_unavailable("the service is busy; retry shortly")
     if isinstance(exc, UnknownAgentError):
         # A turn whose agent version is not deployed: an operator's problem, not the caller's.
         return ProblemError(

@@ -21,7 +21,6 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel
 
 from agentturn.api import problems
@@ -45,9 +44,8 @@ from agentturn.api.problems import COMMON_HEADERS, ProblemError
 from agentturn.api.routes import ROUTES, RouteGroup
 from agentturn.api.telemetry import Telemetry
 from agentturn.api.views import turn_view
-from agentturn.aws.transient import TRANSIENT_ERROR_CODES, error_code
 from agentturn.commands import ResumeCommand
-from agentturn.errors import AgentTurnError
+from agentturn.errors import AgentTurnError, StorageError
 
 _log = logging.getLogger("agentturn.api")
 
@@ -426,13 +424,13 @@ def _register_errors(app: APIGatewayHttpResolver) -> None:
         event = app.current_event
         return _problem(problems.route_not_found(event.http_method, event.path))
 
-    def on_aws_error(exc: ClientError | BotoCoreError) -> Response[str]:
-        code = error_code(exc) if isinstance(exc, ClientError) else ""
-        if code in TRANSIENT_ERROR_CODES:
-            _log.warning("AWS throttled the request (%s) after the SDK's retries", code)
+    def on_storage_error(exc: StorageError) -> Response[str]:
+        # The adapters translated the SDK's error: retryable is throttling, a 5xx or a lost connection.
+        if exc.retryable:
+            _log.warning("storage unavailable after the SDK's retries (%s): %s", exc.code, exc)
             _request(app).telemetry.count("Throttled")
             return _problem(problems.service_unavailable("the service is busy; retry shortly"))
-        _log.exception("AWS request failed")
+        _log.exception("storage request failed")
         _request(app).telemetry.count("ServerErrors")
         return _problem(problems.internal_error())
 
@@ -447,5 +445,5 @@ def _register_errors(app: APIGatewayHttpResolver) -> None:
     on(RequestValidationError)(on_validation)
     on(AgentTurnError)(on_core_error)
     on(NotFoundError)(on_not_found)
-    on([ClientError, BotoCoreError])(on_aws_error)
+    on(StorageError)(on_storage_error)
     on(Exception)(on_unexpected)

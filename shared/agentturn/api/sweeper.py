@@ -11,10 +11,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from agentturn.api.services import Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
+from agentturn.errors import StorageError
 
 _log = logging.getLogger("agentturn.api.sweeper")
 
@@ -35,7 +34,7 @@ def _enqueue_all(services: Services, turns: list[tuple[str, int]]) -> tuple[int,
     for turn_id, version in turns:
         try:
             services.queue.enqueue(turn_id, version)
-        except (ClientError, BotoCoreError):
+        except StorageError:
             # One failed send must not strand the rest; this turn is found again by the next sweep.
             failed += 1
             _log.exception("could not enqueue turn %r", turn_id)

@@ -26,14 +26,12 @@ from aws_lambda_powertools.utilities.batch import (
     SqsFifoPartialProcessor,
     process_partial_response,
 )
-from botocore.exceptions import BotoCoreError, ClientError
 
 from agentturn.api.ownership import public_conversation_id
 from agentturn.api.services import Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.aws.resume_queue import InvalidResumeMessageError, parse_resume_message
-from agentturn.aws.transient import is_transient
-from agentturn.errors import SnapshotUnreadableError
+from agentturn.errors import SnapshotUnreadableError, StorageError
 from agentturn.retry import MAX_QUEUE_DELAY_SECONDS, handoff_delay
 from agentturn.state import Turn
 from agentturn.worker import Worker, WorkOutcome, WorkResult
@@ -57,12 +55,6 @@ def _epoch(iso_text: str) -> float | None:
         return datetime.fromisoformat(iso_text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
-
-
-def _is_transient(exc: ClientError | BotoCoreError) -> bool:
-    """A lost connection, a timeout, throttling or a 5xx: nothing about the turn itself is wrong."""
-    # The record is retried by SQS as it is.
-    return isinstance(exc, BotoCoreError) or is_transient(exc)
 
 
 def _processor(event: Mapping[str, Any]) -> BatchProcessor:
@@ -120,8 +112,10 @@ class SqsWorker:
             result = worker.process(message.turn_id, should_yield=should_yield, projected_version=receipt)
         except SnapshotUnreadableError as exc:
             return self._count_unreadable(worker, exc)
-        except (ClientError, BotoCoreError) as exc:
-            if not _is_transient(exc):
+        except StorageError as exc:
+            # Retryable: a lost connection, a timeout, throttling or a 5xx; nothing about the turn itself is
+            # wrong, so the record is retried by SQS as it is.
+            if not exc.retryable:
                 return self._count_failure(worker, message.turn_id, exc)
             # Logged here with the record's ids, then re-raised for the batch processor to report only
             # this record: SQS redelivers it (the run released its lease; what it saved before stays).

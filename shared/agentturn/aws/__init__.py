@@ -1,5 +1,8 @@
 """AWS adapters: DynamoDB turn store and chat memory, SQS resume queue, table definitions.
 
+The storage errors they raise are the core's (:mod:`agentturn.errors`): ``StorageError``,
+``StorageUnavailableError`` (retryable), ``BodyTooLargeError``, ``BodyMissingError``.
+
 This is the only package that talks to boto3. Names are imported lazily, so ``import agentturn.aws`` (or
 ``agentturn.aws.tables``, which the CDK app reads) costs no boto3 import; the first use of an adapter does.
 """
@@ -14,12 +17,8 @@ if TYPE_CHECKING:
     from agentturn.aws.resume_queue import InvalidResumeMessageError, SqsResumeQueue, parse_resume_message
     from agentturn.aws.tables import TableDefinition, TableNames, create_tables
     from agentturn.aws.turn_store import DynamoDBTurnStore
-    from agentturn.errors import BodyMissingError, BodyTooLargeError, StorageError
 
 _EXPORTS = {
-    "BodyMissingError": "agentturn.errors",
-    "BodyTooLargeError": "agentturn.errors",
-    "StorageError": "agentturn.errors",
     "DynamoDBChatMemory": "agentturn.aws.chat_memory",
     "TimelineWriteError": "agentturn.aws.chat_memory",
     "InvalidResumeMessageError": "agentturn.aws.resume_queue",
@@ -32,13 +31,10 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "BodyMissingError",
-    "BodyTooLargeError",
     "DynamoDBChatMemory",
     "DynamoDBTurnStore",
     "InvalidResumeMessageError",
     "SqsResumeQueue",
-    "StorageError",
     "TableDefinition",
     "TableNames",
     "TimelineWriteError",

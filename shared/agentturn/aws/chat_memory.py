@@ -54,6 +54,7 @@ from agentturn.aws._support import (
 )
 from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec
+from agentturn.aws.translate import translates_errors
 from agentturn.errors import StorageUnavailableError
 from agentturn.memory import ChatMemory
 from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
@@ -167,6 +168,7 @@ class DynamoDBChatMemory:
         return DynamoDBConversation(self, conversation_id)
 
 
+@translates_errors
 class DynamoDBConversation:
     """One conversation's timeline (what :class:`DynamoDBChatMemory` returns for a conversation id)."""
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydantic import ValidationError
 
 from agentturn.aws._support import sqs_client
+from agentturn.aws.translate import translates_errors
 from agentturn.errors import AgentTurnError
 from agentturn.queue import ResumeMessage
 
@@ -61,6 +62,7 @@ def parse_resume_message(body: str | bytes) -> ResumeMessage:
         raise InvalidResumeMessageError(summary, body, errors) from None
 
 
+@translates_errors
 class SqsResumeQueue:
     """Hands runnable turns to workers through an SQS queue.
 

@@ -48,7 +48,7 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
 
 from agentturn._clock import Clock
@@ -69,10 +69,12 @@ from agentturn.aws._support import (
 )
 from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.aws.body_codec import BODY, BODY_REF, CORRUPT_BODY, BlobStore, BodyCodec
+from agentturn.aws.translate import translates_errors
 from agentturn.errors import (
     BodyMissingError,
     LeaseLostError,
     SnapshotUnreadableError,
+    StorageError,
     TurnNotFoundError,
     VersionConflictError,
 )
@@ -162,6 +164,7 @@ def _names(expression: str) -> dict[str, str]:
     return {k: v for k, v in _NAMES.items() if k in expression}
 
 
+@translates_errors
 class DynamoDBTurnStore:
     """A TurnStore on one DynamoDB table (see :data:`agentturn.aws.tables.TURNS_TABLE`).
 
@@ -525,7 +528,7 @@ class DynamoDBTurnStore:
             # A snapshot that cannot be read is claimed by nobody (as in the reference): give the lease back.
             try:
                 self.release(lease)
-            except (ClientError, BotoCoreError) as exc:
+            except StorageError as exc:
                 _log.warning("could not release the lease on unreadable turn %r (it expires): %s", turn_id, exc)
             raise
         return replace(lease, turn=turn)
