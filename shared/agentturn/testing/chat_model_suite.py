@@ -99,9 +99,13 @@ class ChatModelSuite:
         with pytest.raises(ModelError) as raised:
             provider.model.chat(_ask())
 
-        # THEN no tool would run on guessed arguments: a malformed response, which the same request repeats
+        # THEN no tool would run on guessed arguments: the call fails as a malformed response. (Whether asking
+        # again may help is the adapter's call, and adapters differ today: Bedrock reports its
+        # ``malformed_tool_use`` as retryable, since sampling may produce a valid call next time; the
+        # OpenAI-compatible adapter does not. The suite pins only that it is a bool.)
         error = raised.value
-        assert (error.kind, error.retryable) == (ModelErrorKind.MALFORMED_RESPONSE, False)
+        assert error.kind is ModelErrorKind.MALFORMED_RESPONSE
+        assert isinstance(error.retryable, bool)
         assert error.provider
         assert error.model
 
