@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from pydantic_core import to_jsonable_python
 
+from agentturn import tool_results
 from agentturn._clock import Clock, Waiter, iso, real_wait
 from agentturn.agent import Agent, ApprovalVerdict, ExecutionPolicy, ToolApprovalDecision
 from agentturn.chat import ChatRequest
@@ -770,18 +771,7 @@ class Runner:
             form_key = call.arguments.get("formKey")
             form = user_input_tool.form(form_key) if isinstance(form_key, str) else None
             if form is None:
-                allowed = sorted(user_input_tool.forms)
-                self._complete_call(
-                    run,
-                    call,
-                    {
-                        "status": "error",
-                        "error": "unknown_form_key",
-                        "formKey": form_key,
-                        "allowedFormKeys": allowed,
-                        "message": f"formKey {form_key!r} is not registered; use one of {allowed!r}",
-                    },
-                )
+                self._complete_call(run, call, tool_results.unknown_form_key(form_key, sorted(user_input_tool.forms)))
                 return
             self._emit(
                 turn,
@@ -794,16 +784,7 @@ class Runner:
             return
         if tool is None:
             self._begin_tool_step(turn, call)
-            allowed_tools = sorted(agent.tools)
-            self._complete_call(
-                run,
-                call,
-                {
-                    "status": "error",
-                    "error": "unknown_tool",
-                    "message": f"no tool {call.name!r}; use {allowed_tools!r}",
-                },
-            )
+            self._complete_call(run, call, tool_results.unknown_tool(call.name, sorted(agent.tools)))
             return
         state = turn.tool_state(call.id)
         if not state.approved and agent.approval_policy is not None:
@@ -813,12 +794,7 @@ class Runner:
             if decision.verdict is ApprovalVerdict.DENY:
                 self._begin_tool_step(turn, call)
                 self._emit(turn, EventType.TOOL_REJECTED, toolCallId=call.id, toolName=call.name, by="policy")
-                content = {
-                    "status": "denied",
-                    "toolName": call.name,
-                    "reason": decision.message or "denied by policy",
-                }
-                self._complete_call(run, call, content)
+                self._complete_call(run, call, tool_results.denied(call.name, decision.message))
                 return
             if decision.verdict is ApprovalVerdict.REQUIRE_APPROVAL:
                 self._begin_tool_step(turn, call)
@@ -901,7 +877,7 @@ class Runner:
                 self._emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=False)
                 self._finish(run, TurnStatus.FAILED, "tool_error", message)
                 return
-            self._complete_call(run, call, {"status": "error", "error": "tool_failed", "message": message})
+            self._complete_call(run, call, tool_results.tool_failed(message))
             return
         content = _jsonable(result)
         self._emit(turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
