@@ -16,38 +16,28 @@ from agentturn._clock import Clock, Waiter, iso, real_wait
 from agentturn.agent import Agent
 from agentturn.call_ids import unique_call_ids
 from agentturn.commands import ResumeCommand
-from agentturn.conflicts import TryAgain, retry_on_conflict
-from agentturn.conversation_lock import ConversationLock, holds
-from agentturn.errors import (
-    IdempotencyConflictError,
-    SnapshotUnreadableError,
-    TurnNotFoundError,
-    UnknownAgentError,
-    VersionConflictError,
-)
+from agentturn.conflicts import retry_on_conflict
+from agentturn.conversation_lock import ConversationLock
+from agentturn.driver import TurnDriver
+from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
 from agentturn.events import EventType, Listener
+from agentturn.idempotency import is_replay, remember_request
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory, ChatMemoryProvider
 from agentturn.messages import TimelineMessage, UserMessage, form_message_id
 from agentturn.model_step import ModelStep
-from agentturn.projection import mark_projected, project, stamp
+from agentturn.projection import stamp
 from agentturn.registry import AgentRegistry, AgentResolver
-from agentturn.resume import apply_resume, expire_wait
+from agentturn.resume import apply_resume
 from agentturn.retry import RetryPolicy
 from agentturn.sequencer import EventSequencer
-from agentturn.state import (
-    MAX_ACCEPTED_REQUESTS,
-    AcceptedRequest,
-    Suspension,
-    SuspensionType,
-    Turn,
-    TurnPhase,
-    TurnStatus,
-)
+from agentturn.settle import Settler
+from agentturn.state import Suspension, Turn
 from agentturn.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.suspend import suspend_for_text
+from agentturn.timeline_repair import repair_timeline
 from agentturn.tool_step import ToolStep
-from agentturn.turn_run import LeaseGone, Run, YieldProbe
+from agentturn.turn_run import Run, YieldProbe
 from agentturn.turn_writer import TurnWriter, redact_card
 from agentturn.unreadable import UnreadableAttempt, record_unreadable
 
@@ -86,8 +76,19 @@ class Runner:
         self._writer = TurnWriter(self.store, clock, self._events, self._memory, self._agents, self.retry)
         self._leases = LeaseKeeper(self.store, clock, lease_seconds, wait)
         self._conversations = ConversationLock(self.store)
-        self._model_step = ModelStep(self._agents, self._writer, self._events, self._leases, self.retry, self._memory)
-        self._tool_step = ToolStep(self.store, clock, self._agents, self._writer, self._events, self._leases)
+        tool_step = ToolStep(self.store, clock, self._agents, self._writer, self._events, self._leases)
+        model_step = ModelStep(self._agents, self._writer, self._events, self._leases, self.retry, self._memory)
+        self._driver = TurnDriver(
+            self.store,
+            clock,
+            self._claim,
+            self._agents,
+            self._writer,
+            self._leases,
+            (model_step, tool_step),
+            self._memory,
+        )
+        self._settler = Settler(self.store, clock, self._claim, self._writer, self._events)
 
     def register(self, agent: Agent) -> None:
         """Make ``agent`` the one that continues turns of its id and version (same id + version = same agent)."""
@@ -163,72 +164,21 @@ class Runner:
         created_here: bool,
         projected_version: int | None = None,
     ) -> Turn:
-        if lease is None:
-            lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
-            if lease is None:
-                return self.store.load(turn_id)
-            turn = turn or lease.turn
-        try:
-            current = turn if turn is not None and turn.id == turn_id else self.store.load(turn_id)
-            if not current.status.is_runnable or not current.is_due(self.clock()):
-                self.store.release(lease)
-                return current
-            if projected_version is not None and projected_version == current.version:
-                mark_projected(current)
-            agent = self.agent_for(current)
-        except UnknownAgentError as exc:
-            # Not deployed here (yet, during a rollout; or any more): try again later, a bounded number of
-            # times, then end the turn FAILED so that its conversation is free again.
-            return self._writer.retry_later_now(Run(turn=current, agent=None, lease=lease), "agent_unavailable", exc)
-        except Exception:
-            self.store.release(lease)
-            raise
-        run = Run(turn=current, agent=agent, lease=lease, should_yield=should_yield)
-        if (
-            current.status is TurnStatus.READY
-            and not created_here
-            and not holds(self._memory(current.conversation_id), current)
-        ):
-            message = "the turn does not hold its conversation (another turn does, or its start failed)"
-            self._writer.finish(run, TurnStatus.FAILED, "conversation_busy", message)
-            return run.turn
-        return self._drive(run)
-
-    def _drive(self, run: Run) -> Turn:
-        """Step the turn while it is runnable and due, and this process still holds it."""
-        try:
-            while run.turn.status.is_runnable:
-                if run.turn.cancel_requested:
-                    self._writer.finish(run, TurnStatus.CANCELLED)
-                    break
-                if not run.turn.is_due(self.clock()):
-                    # In the backoff of a failed attempt: the caller hands it on with the remaining delay.
-                    break
-                if run.should_yield is not None and run.should_yield():
-                    break
-                self._leases.renew(run)
-                if run.turn.phase is TurnPhase.TOOLS and run.turn.pending_tool_calls:
-                    self._tool_step(run)
-                else:
-                    run.turn.phase = TurnPhase.MODEL
-                    self._model_step(run)
-        except (LeaseGone, VersionConflictError):
-            # Someone else wrote the turn since this process read it: keep nothing computed since.
-            return self.store.load(run.turn.id)
-        finally:
-            if run.heartbeat is not None:
-                run.heartbeat.close()
-            if run.lease is not None:
-                self.store.release(run.lease)
-                run.lease = None
-        return run.turn
+        return self._driver.continue_turn(
+            turn_id,
+            lease=lease,
+            should_yield=should_yield,
+            turn=turn,
+            created_here=created_here,
+            projected_version=projected_version,
+        )
 
     def record_failure(self, turn_id: str, error: BaseException) -> Turn:
         """Count a run of ``turn_id`` that raised ``error`` unexpectedly (a worker calls this for what it cannot
         classify as transient): the turn is tried again after a backoff, and after the last attempt it ends
         FAILED with error ``cannot_run``. A turn someone else holds, or that is not runnable, is returned as
         stored."""
-        lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
+        lease = self._claim(turn_id)
         if lease is None:
             return self.store.load(turn_id)
         turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
@@ -262,14 +212,14 @@ class Runner:
 
         def attempt() -> Turn:
             turn = self.store.load(turn_id)
-            if _is_replay(turn, command):
+            if is_replay(turn, command):
                 return turn
             resumed = apply_resume(turn, command, self.clock())
             waited = turn.suspension
             if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
                 # A model-requested form is complete once submitted: its data lives on only in the tool result.
                 redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
-            _remember_request(resumed, command, iso(self.clock()))
+            remember_request(resumed, command, iso(self.clock()))
             # A lost write is decided again on what is stored now, so the loser of two submits (or of a
             # submit and a cancel) gets "not pending" rather than a bare conflict.
             saved = self._writer.write(resumed, lease=None)
@@ -302,33 +252,7 @@ class Runner:
         runnable one gets the flag first (its worker stops on it), then is finished here if nobody holds it.
         """
 
-        def attempt() -> Turn:
-            turn = self.store.load(turn_id)
-            if turn.status.is_terminal:
-                return turn
-            lease: Lease | None = None
-            if turn.status.is_runnable:
-                if not turn.cancel_requested:
-                    self.store.request_cancel(turn_id)
-                lease = self.store.claim(turn_id, self.worker_id, self.lease_seconds)
-                if lease is None:
-                    # A worker holds it and stops at its next step, unless it blocked the turn meanwhile:
-                    # then the turn is ours to finish (next round).
-                    current = self.store.load(turn_id)
-                    if current.status.is_blocked:
-                        raise TryAgain
-                    return current
-                turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
-            turn.cancel_requested = True
-            run = Run(turn=turn, agent=None, lease=lease)
-            try:
-                self._writer.finish(run, TurnStatus.CANCELLED)
-            finally:
-                if run.lease is not None:
-                    self.store.release(run.lease)
-            return run.turn
-
-        return retry_on_conflict(turn_id, attempt)
+        return self._settler.cancel(turn_id)
 
     def expire(self, turn_id: str) -> Turn:
         """Act on a blocked turn that is due (what the sweeper calls; harmless if it is not due).
@@ -341,27 +265,7 @@ class Runner:
         return self._settle(turn_id, expire_waits=True)
 
     def _settle(self, turn_id: str, *, expire_waits: bool) -> Turn:
-        def attempt() -> Turn:
-            turn = self.store.load(turn_id)
-            suspension = turn.suspension
-            if not turn.status.is_blocked or suspension is None:
-                return turn
-            run = Run(turn=turn, agent=None, lease=None)
-            if turn.cancel_requested:
-                self._writer.finish(run, TurnStatus.CANCELLED)
-                return run.turn
-            if not expire_waits or not suspension.is_expired(self.clock()):
-                return turn
-            answerable = suspension.is_form or suspension.type is SuspensionType.TOOL_APPROVAL
-            if suspension.on_expiry == "cancel" or not answerable:
-                self._writer.finish(run, TurnStatus.CANCELLED, "input_expired", "nobody answered in time")
-                return run.turn
-            run.turn = expire_wait(turn, self.clock())
-            self._writer.save(run)
-            self._events.emit(run.turn, EventType.TURN_RESUMED, actionId=suspension.correlation_id, kind="EXPIRED")
-            return run.turn
-
-        return retry_on_conflict(turn_id, attempt)
+        return self._settler.settle(turn_id, expire_waits=expire_waits)
 
     def expire_overdue(self, *, limit: int = 100, expire_waits: bool = True) -> list[Turn]:
         """Settle every due blocked turn the store knows of (see :meth:`expire`); returns the turns now
@@ -391,28 +295,16 @@ class Runner:
         wrote anything.
         """
         memory = self._memory(conversation_id)
-        active = memory.get_active_turn() if memory is not None else None
-        if memory is None or active is None:
-            return False
-        try:
-            turn = self.store.load(active)
-        except (TurnNotFoundError, SnapshotUnreadableError):
-            # Nothing to re-project from a snapshot that cannot be read (its attempts end it, freeing this).
-            return False
-        shown = {message.message_id for message in visible}
-        missing_card = any(card.message_id not in shown for card in turn.pending_cards())
-        if not (missing_card or turn.status.is_terminal):
-            return False
-        project(turn, memory)
-        if turn.status.is_terminal:
-            memory.set_active_turn(None, expected=turn.id)
-        return True
+        return memory is not None and repair_timeline(self.store, memory, visible)
 
     def restore(self, turn_id: str) -> Turn:
         """The stored turn, read-only."""
         return self.store.load(turn_id)
 
     # ------------------------------------------------------------------ creation
+
+    def _claim(self, turn_id: str) -> Lease | None:
+        return self.store.claim(turn_id, self.worker_id, self.lease_seconds)
 
     def _memory(self, conversation_id: str) -> ChatMemory | None:
         return self.chat_memory(conversation_id) if self.chat_memory is not None else None
@@ -449,25 +341,3 @@ class Runner:
         if not hold:
             self._writer.project(turn)
         return turn, lease
-
-
-def _is_replay(turn: Turn, command: ResumeCommand) -> bool:
-    """Same request id and same request: already applied, answer as the first time. Different: refuse."""
-    request_id = command.request_id
-    accepted = turn.accepted_requests.get(request_id) if request_id else None
-    if accepted is None or request_id is None:
-        return False
-    if accepted.fingerprint != command.fingerprint():
-        raise IdempotencyConflictError(turn.id, request_id)
-    return True
-
-
-def _remember_request(turn: Turn, command: ResumeCommand, now_iso: str) -> None:
-    request_id = command.request_id
-    if request_id is None:
-        return
-    turn.accepted_requests[request_id] = AcceptedRequest(
-        fingerprint=command.fingerprint(), action_id=command.action_id, version=turn.version + 1, accepted_at=now_iso
-    )
-    while len(turn.accepted_requests) > MAX_ACCEPTED_REQUESTS:
-        turn.accepted_requests.pop(next(iter(turn.accepted_requests)))
