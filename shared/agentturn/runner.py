@@ -1,8 +1,10 @@
 """The Runner: moves a turn through model and tool calls, stops it durably for a person, resumes it.
 
-A facade: the steps (:mod:`model_step`, :mod:`tool_step`), the writes (:mod:`turn_writer`), the lease
-(:mod:`lease_keeper`), the conversation (:mod:`conversation_lock`), event numbers (:mod:`sequencer`) and the
-agents (:mod:`registry`) each live in their own module; this one wires them and holds the public API.
+A facade that wires the parts and holds the public API: the loop (:mod:`driver`) and its two steps
+(:mod:`model_step`, :mod:`tool_step`), every write of a running turn (:mod:`turn_writer`), the lease
+(:mod:`lease_keeper`), cancels and expiries (:mod:`settle`), the conversation's active turn
+(:mod:`conversation_lock`), event numbers (:mod:`sequencer`), the agents (:mod:`registry`), and the pure
+rules for stopping and resuming (:mod:`suspend`, :mod:`resume`).
 """
 
 from __future__ import annotations
@@ -251,7 +253,6 @@ class Runner:
         ends in one write that carries the flag and the status together (a failed write changed nothing); a
         runnable one gets the flag first (its worker stops on it), then is finished here if nobody holds it.
         """
-
         return self._settler.cancel(turn_id)
 
     def expire(self, turn_id: str) -> Turn:
