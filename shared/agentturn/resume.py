@@ -18,12 +18,15 @@ from agentturn.messages import (
 )
 from agentturn.projection import stamp
 from agentturn.state import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus
+from agentturn.tool_results import (
+    Unanswered,
+    rejected,
+    submitted,
+    unanswered_approval,
+    unanswered_form,
+    unanswered_tool_form,
+)
 from agentturn.validation import validate_form_data
-
-
-def submitted_tool_message_content(form_key: str, data: dict[str, Any]) -> dict[str, Any]:
-    """What the model receives for a model-requested form: the seed's ToolMessage content."""
-    return {"status": "submitted", "formKey": form_key, "data": data}
 
 
 def _refuse_stale(turn: Turn, suspension: Suspension, action_id: str | None) -> None:
@@ -57,31 +60,19 @@ def _pop_call(turn: Turn, call_id: str) -> str:
     return call.name
 
 
-def _unanswered_result(turn: Turn, suspension: Suspension, status: str, reason: str | None) -> tuple[str, Any]:
+def _unanswered_result(turn: Turn, suspension: Suspension, status: Unanswered, reason: str | None) -> tuple[str, Any]:
     """The ToolMessage for a wait nobody answered (declined or expired): (tool name, content)."""
     form_key = suspension.metadata.get("formKey")
     tool_name = _pop_call(turn, suspension.correlation_id)
     if suspension.type is SuspensionType.TOOL_APPROVAL:
-        return tool_name, {
-            "status": status,
-            "toolName": tool_name,
-            "message": f"approval {status}; the tool did not run",
-        }
+        return tool_name, unanswered_approval(tool_name, status)
     if suspension.input_target == "MODEL":
-        return tool_name, {"status": status, "formKey": form_key, "reason": reason}
-    # A tool-requested form: the tool is not replayed; for the model this call failed, and it says why.
-    return tool_name, {
-        "status": "error",
-        "error": f"input_{status}",
-        "formKey": form_key,
-        "reason": reason,
-        "message": f"the user {'declined' if status == 'declined' else 'did not fill in'} form {form_key!r} "
-        f"in time; {tool_name} did not run",
-    }
+        return tool_name, unanswered_form(form_key, status, reason)
+    return tool_name, unanswered_tool_form(form_key, status, reason, tool_name)
 
 
 def _close_unanswered(
-    turn: Turn, suspension: Suspension, status: str, reason: str | None, update: dict[str, Any]
+    turn: Turn, suspension: Suspension, status: Unanswered, reason: str | None, update: dict[str, Any]
 ) -> None:
     _decided_card(turn, suspension, update)
     tool_name, content = _unanswered_result(turn, suspension, status, reason)
@@ -132,7 +123,7 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
         turn.phase = TurnPhase.TOOLS
         return
     _pop_call(turn, call_id)
-    content = submitted_tool_message_content(suspension.metadata["formKey"], data)
+    content = submitted(suspension.metadata["formKey"], data)
     turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call_id, content=content, tool_name=REQUEST_USER_INPUT)))
     turn.phase = _after_call(turn)
 
@@ -177,7 +168,7 @@ def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, 
         },
     )
     tool_name = _pop_call(turn, call_id)
-    content = {"status": "rejected", "toolName": tool_name, "reason": reason}
+    content = rejected(tool_name, reason)
     turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call_id, content=content, tool_name=tool_name)))
     turn.phase = _after_call(turn)
 

@@ -3,8 +3,9 @@ against the bedrock-runtime service model (shapes, required members, types)."""
 
 from __future__ import annotations
 
+import copy
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import boto3
@@ -16,17 +17,14 @@ from agentturn import (
     AiMessage,
     ChatRequest,
     ModelMessage,
-    ResumeCommand,
-    Runner,
     ToolCall,
     ToolMessage,
     ToolSpec,
-    TurnStatus,
     UserMessage,
 )
 from agentturn.aws.bedrock import BedrockConverseModel
-from agentturn.demo import TicketLedger, demo_agents
 from agentturn.errors import ModelError, ModelErrorKind
+from agentturn.testing.chat_model_suite import ChatModelSuite
 
 MODEL_ID = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
 SYSTEM = "Help with incident tickets. Never guess missing fields."
@@ -339,15 +337,12 @@ def test_without_tools_earlier_tool_blocks_are_sent_as_text(client: Any, stub: S
     ("code", "status", "kind", "retryable"),
     [
         ("ThrottlingException", 429, ModelErrorKind.THROTTLED, True),
-        ("ValidationException", 400, ModelErrorKind.INVALID_REQUEST, False),
-        ("AccessDeniedException", 403, ModelErrorKind.AUTH, False),
-        ("ResourceNotFoundException", 404, ModelErrorKind.NOT_FOUND, False),
-        ("ModelTimeoutException", 408, ModelErrorKind.TIMEOUT, True),
-        ("ServiceUnavailableException", 503, ModelErrorKind.SERVER_ERROR, True),
+        # a code this adapter does not know yet: by its status
         ("SomethingNewException", 500, ModelErrorKind.SERVER_ERROR, True),
+        ("SomethingNewException", 400, ModelErrorKind.INVALID_REQUEST, False),
     ],
 )
-def test_client_errors_become_model_errors(
+def test_client_errors_carry_the_code_status_and_message(
     client: Any, stub: Stubber, code: str, status: int, kind: ModelErrorKind, retryable: bool
 ) -> None:
     # GIVEN Bedrock refusing the call
@@ -363,16 +358,6 @@ def test_client_errors_become_model_errors(
     assert (error.kind, error.retryable, error.status, error.code) == (kind, retryable, status, code)
     assert (error.provider, error.model) == ("bedrock", MODEL_ID)
     assert str(error) == f"bedrock model {MODEL_ID!r}: {kind.value}: {code}: Too many tokens"
-
-
-def test_malformed_tool_use_is_a_model_error(client: Any, stub: Stubber) -> None:
-    # GIVEN Bedrock reporting that the model produced an unparseable tool call
-    model = BedrockConverseModel(MODEL_ID, client=client)
-    stub.add_response("converse", converse_response([{"text": "Let me"}], "malformed_tool_use"))
-    # WHEN the model is asked THEN nothing half-formed reaches the runner
-    with pytest.raises(ModelError, match="malformed_tool_use") as raised:
-        model.chat(ChatRequest(system=SYSTEM, messages=[user("hi")], tools=TOOLS))
-    assert raised.value.kind is ModelErrorKind.MALFORMED_RESPONSE
 
 
 def test_missing_region_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -411,41 +396,64 @@ def test_constructor_refuses_contradictory_arguments(client: Any) -> None:
         BedrockConverseModel(" ")
 
 
-def test_demo_agents_run_a_form_cycle_on_bedrock(client: Any, stub: Stubber) -> None:
-    # GIVEN the demo support agent on a Bedrock model that calls the ticket tool, then answers
-    ledger = TicketLedger()
-    model = BedrockConverseModel(MODEL_ID, client=client, max_tokens=None)
-    agents = demo_agents(ledger, chat_model=model)
-    agent = next(a for a in agents if a.id == "support-agent")
-    runner = Runner(agents=agents)
-    call = {"toolUseId": "tooluse_T1", "name": "create_support_ticket", "input": {"title": "login failure"}}
-    stub.add_response("converse", converse_response([{"toolUse": call}], "tool_use"))
+# ------------------------------------------------------------------------------ the shipped conformance suite
 
-    # WHEN the user asks for a ticket
-    waiting = runner.run(agent, "conversation-1", "create a login incident ticket")
+#: How Bedrock says each failure (the suite checks the kind and ``retryable`` the adapter reports).
+FAILURES: dict[ModelErrorKind, tuple[str, int]] = {
+    ModelErrorKind.THROTTLED: ("ThrottlingException", 429),
+    ModelErrorKind.INVALID_REQUEST: ("ValidationException", 400),
+    ModelErrorKind.AUTH: ("AccessDeniedException", 403),
+    ModelErrorKind.NOT_FOUND: ("ResourceNotFoundException", 404),
+    ModelErrorKind.TIMEOUT: ("ModelTimeoutException", 408),
+    ModelErrorKind.SERVER_ERROR: ("ServiceUnavailableException", 503),
+}
 
-    # THEN the tool asked for its form, as with the demo model
-    assert waiting.status is TurnStatus.WAITING_FOR_USER
-    assert waiting.suspension is not None and waiting.suspension.correlation_id == "tooluse_T1"
 
-    # WHEN the form is submitted THEN the replayed tool's result goes back to Bedrock as a toolResult
-    data = {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}
-    stub.add_response(
-        "converse",
-        converse_response([{"text": "Ticket filed."}], "end_turn"),
-        expected_params={
-            "modelId": MODEL_ID,
-            "system": [{"text": agent.instructions}],
-            "messages": [
-                {"role": "user", "content": [{"text": "create a login incident ticket"}]},
-                {"role": "assistant", "content": [{"toolUse": call}]},
-                {"role": "user", "content": [{"toolResult": {"toolUseId": "tooluse_T1", "content": [{"json": ANY}]}}]},
-            ],
-            "toolConfig": ANY,
-        },
-    )
-    done = runner.resume(waiting.id, ResumeCommand.user_input("tooluse_T1", data))
-    assert done.status is TurnStatus.COMPLETED
-    assert done.final_output == "Ticket filed."
-    [entry] = ledger.entries.values()
-    assert entry["affectedSystem"] == "SSO"
+class BedrockScript:
+    """Bedrock's side of the suite: Converse answers queued on the Stubber, requests recorded from the
+    client's own parameter-build event (after the Stubber has checked them against the service model)."""
+
+    failure_kinds = frozenset(FAILURES)
+
+    def __init__(self, client: Any, stub: Stubber) -> None:
+        self.model = BedrockConverseModel(MODEL_ID, client=client, max_tokens=None)
+        self.stub = stub
+        self.requests: list[dict[str, Any]] = []
+        client.meta.events.register("before-parameter-build.bedrock-runtime.Converse", self._record)
+
+    def _record(self, params: dict[str, Any], **_: Any) -> None:
+        self.requests.append(copy.deepcopy(params))
+
+    def answer_text(self, text: str) -> None:
+        self.stub.add_response("converse", converse_response([{"text": text}], "end_turn"))
+
+    def answer_tool_calls(self, calls: Sequence[ToolCall]) -> None:
+        uses = [{"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}} for c in calls]
+        self.stub.add_response("converse", converse_response(uses, "tool_use"))
+
+    def answer_malformed_arguments(self, tool_name: str) -> None:
+        # Bedrock does not pass an unparseable call on: it says the model produced one.
+        self.stub.add_response(
+            "converse", converse_response([{"text": f"Let me call {tool_name}"}], "malformed_tool_use")
+        )
+
+    def fail(self, kind: ModelErrorKind) -> None:
+        code, status = FAILURES[kind]
+        self.stub.add_client_error(
+            "converse", service_error_code=code, service_message="scripted", http_status_code=status
+        )
+
+    def sent_tool_results(self) -> list[tuple[str, Any]]:
+        results = []
+        for message in self.requests[-1]["messages"]:
+            for block in message["content"]:
+                if "toolResult" in block:
+                    [content] = block["toolResult"]["content"]
+                    results.append((block["toolResult"]["toolUseId"], content.get("json", content.get("text"))))
+        return results
+
+
+class TestBedrockConformance(ChatModelSuite):
+    @pytest.fixture
+    def provider(self, client: Any, stub: Stubber) -> BedrockScript:
+        return BedrockScript(client, stub)

@@ -7,7 +7,7 @@ import json
 import re
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -18,17 +18,14 @@ from agentturn import (
     AiMessage,
     ChatRequest,
     ModelMessage,
-    ResumeCommand,
-    Runner,
     ToolCall,
     ToolMessage,
     ToolSpec,
-    TurnStatus,
     UserMessage,
 )
-from agentturn.demo import TicketLedger, demo_agents
 from agentturn.errors import ModelError, ModelErrorKind
 from agentturn.models.openai_compat import OpenAICompatibleModel
+from agentturn.testing.chat_model_suite import ChatModelSuite
 
 API_KEY = "sk-test-4f9c2b7e1d8a6e3b5c0f"
 MODEL = "gpt-4o-2024-08-06"
@@ -349,14 +346,6 @@ def test_rate_limit_is_a_retryable_model_error_with_retry_after(server: Recordin
     assert len(str(error)) < 500
 
 
-def test_server_error_is_retryable(server: RecordingServer) -> None:
-    # GIVEN a server failing on its side WHEN asked THEN a retryable server_error with the server's message
-    server.replies.append(Reply.json(SERVER_ERROR, 500))
-    with pytest.raises(ModelError, match="HTTP 500 \\(server_error\\): The server had an error") as raised:
-        model_on(server).chat(ask())
-    assert (raised.value.kind, raised.value.status, raised.value.retryable) == (ModelErrorKind.SERVER_ERROR, 500, True)
-
-
 def test_ollama_style_error_body(server: RecordingServer) -> None:
     # GIVEN Ollama answering for a model that was never pulled ({"error": "<text>"})
     server.replies.append(Reply.json({"error": 'model "llama3.2" not found, try pulling it first'}, 404))
@@ -456,33 +445,63 @@ def test_constructor_checks_its_arguments() -> None:
     assert repr(model) == f"OpenAICompatibleModel(base_url='https://example.invalid/v1', model={MODEL!r})"
 
 
-def test_demo_agents_run_a_form_cycle_on_the_adapter(server: RecordingServer) -> None:
-    # GIVEN the demo support agent on an OpenAI-compatible model that calls the ticket tool, then answers
-    ledger = TicketLedger()
-    agents = demo_agents(ledger, chat_model=model_on(server))
-    agent = next(a for a in agents if a.id == "support-agent")
-    runner = Runner(agents=agents)
-    server.replies += [Reply.json(TOOL_CALL_RESPONSE), Reply.json(PLAIN_RESPONSE)]
+# ------------------------------------------------------------------------------ the shipped conformance suite
 
-    # WHEN the user asks for a ticket THEN the tool asks for its form
-    waiting = runner.run(agent, "conversation-1", "create a high priority login incident ticket")
-    assert waiting.status is TurnStatus.WAITING_FOR_USER
-    assert waiting.suspension is not None
-    assert waiting.suspension.correlation_id == "call_5Jq0Bv2mX0rQ6GQyUOFuF6nB"
+#: The HTTP status an OpenAI-compatible endpoint answers with for each failure.
+FAILURE_STATUS: dict[ModelErrorKind, int] = {
+    ModelErrorKind.THROTTLED: 429,
+    ModelErrorKind.INVALID_REQUEST: 400,
+    ModelErrorKind.AUTH: 401,
+    ModelErrorKind.NOT_FOUND: 404,
+    ModelErrorKind.TIMEOUT: 504,
+    ModelErrorKind.SERVER_ERROR: 500,
+}
 
-    # WHEN the form is submitted THEN the replayed tool's result reaches the model and the turn completes
-    data = {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}
-    done = runner.resume(waiting.id, ResumeCommand.user_input("call_5Jq0Bv2mX0rQ6GQyUOFuF6nB", data))
-    assert done.status is TurnStatus.COMPLETED
-    assert done.final_output == "Ticket TICKET-1A2B3C4D is filed."
-    [ticket] = ledger.entries.values()
-    last = server.received[1].json()["messages"][-1]
-    assert last == {
-        "role": "tool",
-        "tool_call_id": "call_5Jq0Bv2mX0rQ6GQyUOFuF6nB",
-        "content": json.dumps(ticket, ensure_ascii=False),
-    }
-    assert [tool["function"]["name"] for tool in server.received[1].json()["tools"]] == [
-        "request_user_input",
-        "create_support_ticket",
-    ]
+
+class OpenAIScript:
+    """The endpoint's side of the suite: completions queued on the local server, requests as it received them."""
+
+    failure_kinds = frozenset(FAILURE_STATUS)
+
+    def __init__(self, server: RecordingServer) -> None:
+        self.server = server
+        self.model = model_on(server)
+
+    def answer_text(self, text: str) -> None:
+        self.server.replies.append(Reply.json(completion({"content": text}, "stop")))
+
+    def answer_tool_calls(self, calls: Sequence[ToolCall]) -> None:
+        wire = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
+            }
+            for c in calls
+        ]
+        self.server.replies.append(Reply.json(completion({"content": None, "tool_calls": wire}, "tool_calls")))
+
+    def answer_malformed_arguments(self, tool_name: str) -> None:
+        call = {"id": "call_torn", "type": "function", "function": {"name": tool_name, "arguments": '{"title": "login'}}
+        self.server.replies.append(Reply.json(completion({"content": None, "tool_calls": [call]}, "tool_calls")))
+
+    def fail(self, kind: ModelErrorKind) -> None:
+        body = {"error": {"message": f"scripted {kind.value}", "type": "scripted", "param": None, "code": None}}
+        self.server.replies.append(Reply.json(body, FAILURE_STATUS[kind]))
+
+    def sent_tool_results(self) -> list[tuple[str, Any]]:
+        results: list[tuple[str, Any]] = []
+        for message in self.server.received[-1].json()["messages"]:
+            if message["role"] == "tool":
+                try:
+                    content = json.loads(message["content"])
+                except json.JSONDecodeError:
+                    content = message["content"]
+                results.append((message["tool_call_id"], content))
+        return results
+
+
+class TestOpenAICompatibleConformance(ChatModelSuite):
+    @pytest.fixture
+    def provider(self, server: RecordingServer) -> OpenAIScript:
+        return OpenAIScript(server)

@@ -7,7 +7,6 @@ a DynamoDB backend from the root ``dynamodb_local`` / ``moto_server`` fixtures w
 from __future__ import annotations
 
 import threading
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +16,10 @@ from botocore.config import Config
 from agentturn.aws.chat_memory import DynamoDBChatMemory
 from agentturn.aws.tables import CONVERSATIONS_TABLE, TURNS_TABLE, TableNames, create_tables
 from agentturn.aws.turn_store import DynamoDBTurnStore
-from tests.support.clock import FakeClock
+from agentturn.testing import FakeClock, new_conversation_id, unique
 from tests.support.emulators import Emulator, boto3_session_kwargs
+
+__all__ = ["CLIENT_CONFIG", "AwsSession", "aws_session", "new_conversation_id", "unique"]
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -27,14 +28,6 @@ if TYPE_CHECKING:
 
 #: Enough connections for the 8-thread races, retries for the emulators' occasional hiccup.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
-
-
-def new_conversation_id() -> str:
-    return unique("conversation")
 
 
 def dynamodb_client(emulator: Emulator) -> DynamoDBClient:

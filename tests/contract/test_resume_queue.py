@@ -1,4 +1,5 @@
-"""SqsResumeQueue over moto's SQS, and the payload check the worker applies on receipt."""
+"""The ResumeQueue contract (shipped in agentturn.testing) on the in-memory queue and on moto's SQS (standard
+and FIFO), SqsResumeQueue's wire form, and the payload check the worker applies on receipt."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentturn import InMemoryResumeQueue, ResumeMessage, ResumeQueue
+from agentturn import InMemoryResumeQueue, ResumeMessage
 from agentturn.aws.resume_queue import InvalidResumeMessageError, SqsResumeQueue, parse_resume_message
+from agentturn.testing import Capabilities, QueueKit
+from agentturn.testing.memory import in_memory_queue_kit
+from agentturn.testing.resume_queue_suite import ResumeQueueSuite
 from tests.contract.aws_adapters import sqs_client, unique
 from tests.support.emulators import Emulator
 
@@ -36,38 +40,52 @@ def sqs(moto_server: Emulator) -> SQSClient:
     return sqs_client(moto_server)
 
 
+def _sqs_kit(sqs: SQSClient, *, fifo: bool) -> QueueKit:
+    name = unique("resume") + (".fifo" if fifo else "")
+    attributes: dict[str, str] = {"FifoQueue": "true"} if fifo else {}
+    queue_url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+
+    def receive(expected: int) -> list[ResumeMessage]:
+        # A FIFO queue drops a duplicate: waiting the full 5 s for one that never comes would prove no more.
+        bodies = receive_all(sqs, queue_url, expected, deadline_seconds=1.0 if fifo else 5.0)
+        return [parse_resume_message(body) for body in bodies]
+
+    # A standard queue may deliver out of order and twice; on a FIFO queue the adapter deduplicates by turn
+    # version, and one turn's messages keep their order.
+    capabilities = Capabilities(delivers_duplicates=not fifo, ordered_delivery=fifo)
+    return QueueKit("sqs-fifo" if fifo else "sqs", SqsResumeQueue(queue_url, sqs), receive, capabilities)
+
+
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("sqs", marks=pytest.mark.integration),
+        pytest.param("sqs-fifo", marks=pytest.mark.integration),
+    ]
+)
+def queue_kit(request: pytest.FixtureRequest) -> QueueKit:
+    if request.param == "memory":
+        return in_memory_queue_kit()
+    return _sqs_kit(request.getfixturevalue("sqs"), fifo=request.param == "sqs-fifo")
+
+
+class TestResumeQueue(ResumeQueueSuite):
+    pass
+
+
 @pytest.mark.integration
-def test_an_enqueued_turn_is_received_and_parsed(sqs: SQSClient) -> None:
-    # GIVEN a queue and the adapter on it (it is a ResumeQueue)
+def test_sqs_carries_the_compact_wire_form(sqs: SQSClient) -> None:
+    # GIVEN a queue and the adapter on it
     queue_url = sqs.create_queue(QueueName=unique("resume"))["QueueUrl"]
     queue = SqsResumeQueue(queue_url, sqs)
-    assert isinstance(queue, ResumeQueue)
 
-    # WHEN two turns are enqueued
+    # WHEN two turns are enqueued, one with the projection receipt
     queue.enqueue("turn-1", 3)
-    queue.enqueue("turn-2", 1)
+    queue.enqueue("turn-2", 1, projected=True)
 
-    # THEN a worker receives both as compact {"turnId", "version"} and parses them back
+    # THEN the bodies are compact {"turnId", "version"}, the receipt only where it was given
     bodies = receive_all(sqs, queue_url, expected=2)
-    assert sorted(bodies) == ['{"turnId":"turn-1","version":3}', '{"turnId":"turn-2","version":1}']
-    parsed = sorted((parse_resume_message(b) for b in bodies), key=lambda m: m.turn_id)
-    assert parsed == [ResumeMessage(turn_id="turn-1", version=3), ResumeMessage(turn_id="turn-2", version=1)]
-
-
-@pytest.mark.integration
-def test_a_fifo_queue_drops_a_duplicate_enqueue_of_the_same_version(sqs: SQSClient) -> None:
-    # GIVEN a FIFO queue
-    queue_url = sqs.create_queue(QueueName=unique("resume") + ".fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-    queue = SqsResumeQueue(queue_url, sqs)
-
-    # WHEN the same turn version is enqueued twice (a retried submit), then the next version
-    queue.enqueue("turn-1", 2)
-    queue.enqueue("turn-1", 2)
-    queue.enqueue("turn-1", 3)
-
-    # THEN the duplicate is not delivered; the versions come in order
-    bodies = receive_all(sqs, queue_url, expected=3, deadline_seconds=1)
-    assert [parse_resume_message(b).version for b in bodies] == [2, 3]
+    assert sorted(bodies) == ['{"turnId":"turn-1","version":3}', '{"turnId":"turn-2","version":1,"projected":true}']
 
 
 @pytest.mark.integration

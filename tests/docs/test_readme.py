@@ -92,3 +92,21 @@ def test_every_python_snippet_runs_as_shown(tmp_path: Path) -> None:
     assert outcome["tickets"] == [{"id": "T-1", "title": "login is down", "affectedSystem": "SSO"}]
     assert outcome["declined"] == "RUNNING"  # accepted for a worker, which tells the model it was declined
     assert outcome["functions"] == ["retention", "run", "submit", "sweeper", "worker"]
+
+
+def test_the_adapter_kit_snippet_is_a_test_module_that_passes(tmp_path: Path) -> None:
+    # GIVEN the README's conformance-suite snippet saved as a test module, as a reader would
+    (block,) = [block for block in python_blocks(README.read_text()) if "TurnStoreSuite" in block]
+    (tmp_path / "test_my_store.py").write_text(block)
+    # WHEN pytest runs it THEN the shipped suite runs against the store it names, and passes
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_store.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    passed = re.search(r"(\d+) passed", result.stdout)
+    assert passed is not None and int(passed.group(1)) >= 20, result.stdout

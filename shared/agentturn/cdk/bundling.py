@@ -70,8 +70,8 @@ PACKAGE_DIR: Final = Path(__file__).resolve().parent.parent
 #: Where a checkout would hold ``pyproject.toml`` (the package is ``shared/agentturn``).
 _CHECKOUT: Final = PACKAGE_DIR.parent.parent
 #: Subpackages that never run in a Lambda: the construct itself, ``agentturn dev``, the console, the
-#: ``agentturn init`` templates and the handler sources (which go to the asset root instead).
-RUNTIME_EXCLUDED: Final = ("cdk", "local", "web", "templates", "functions")
+#: ``agentturn init`` templates, the conformance kits and the handler sources (which go to the asset root).
+RUNTIME_EXCLUDED: Final = ("cdk", "local", "web", "templates", "functions", "testing")
 #: Bump when the layout of a cached dependency tree changes, so cached trees are not reused across it.
 BUNDLE_FORMAT: Final = "agentturn-lambda-asset/1"
 #: Bump when the layout of an asset changes (2: the runtime part of the package, the team's code).

@@ -1,0 +1,71 @@
+"""A conversation runs one turn at a time: taking and checking its active turn.
+
+Letting go is a conditional write that only the turn named there can make (``set_active_turn(None,
+expected=turn_id)``); a turn that ended without letting go is found ended by the next start, which takes
+over after making its timeline whole.
+"""
+
+from __future__ import annotations
+
+from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
+from agentturn.memory import ChatMemory
+from agentturn.projection import project
+from agentturn.state import Turn, TurnStatus
+from agentturn.store import TurnStore
+
+
+def stored_status(error: SnapshotUnreadableError) -> TurnStatus | None:
+    """The status the store holds for a turn it cannot read; ``None`` if that is not a known one either."""
+    try:
+        return TurnStatus(error.status) if error.status is not None else None
+    except ValueError:
+        return None
+
+
+class ConversationLock:
+    def __init__(self, store: TurnStore) -> None:
+        self._store = store
+
+    def take(self, memory: ChatMemory, turn: Turn) -> None:
+        """Make ``turn`` the conversation's active turn, or remove it and raise ConversationBusyError.
+
+        Optimistic: a free conversation (the common case: the previous turn ended and let go) costs one
+        conditional write. The turn exists before it takes the conversation, so whoever finds it named
+        there can load it; one that crashes in between is refused by the worker (:func:`holds`).
+        """
+        if memory.set_active_turn(turn.id, expected=None):
+            return
+        previous = memory.get_active_turn()
+        if previous is None:
+            taken = memory.set_active_turn(turn.id, expected=None)
+        else:
+            taken = self._previous_finished(memory, previous) and memory.set_active_turn(turn.id, expected=previous)
+        if not taken:
+            # Lost the conversation: leave no trace of this turn.
+            self._store.delete(turn.id, expected_version=turn.version)
+            raise ConversationBusyError(memory.conversation_id, previous)
+
+    def _previous_finished(self, memory: ChatMemory, previous_id: str) -> bool:
+        """Whether the turn named in the conversation has ended (then its timeline is made whole first)."""
+        try:
+            previous = self._store.load(previous_id)
+        except TurnNotFoundError:
+            return True
+        except SnapshotUnreadableError as exc:
+            # Ended (FAILED after its attempts) or not; either way there is no timeline to make whole from it.
+            status = stored_status(exc)
+            return status is not None and status.is_terminal
+        if not previous.status.is_terminal:
+            return False
+        project(previous, memory)
+        return True
+
+
+def holds(memory: ChatMemory | None, turn: Turn) -> bool:
+    """A READY turn that a worker picked up may only start if it took its conversation when it was made.
+
+    One that never did (its start crashed between the two writes) is never started later, not even in a
+    conversation that has become free: its caller was answered with an error and may well have retried,
+    and the retry's turn has then already done what this one would do again (a second ticket, refund...).
+    """
+    return memory is None or memory.get_active_turn() == turn.id

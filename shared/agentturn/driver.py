@@ -1,0 +1,112 @@
+"""The loop: claim a runnable turn, step it while it is runnable and due, let go of it after."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentturn._clock import Clock
+from agentturn.conversation_lock import holds
+from agentturn.errors import UnknownAgentError, VersionConflictError
+from agentturn.lease_keeper import LeaseKeeper
+from agentturn.memory import ChatMemory
+from agentturn.model_step import ModelStep
+from agentturn.projection import mark_projected
+from agentturn.registry import AgentRegistry
+from agentturn.state import Turn, TurnPhase, TurnStatus
+from agentturn.store import Lease, TurnStore
+from agentturn.tool_step import ToolStep
+from agentturn.turn_run import LeaseGone, Run, YieldProbe
+from agentturn.turn_writer import TurnWriter
+
+
+class TurnDriver:
+    def __init__(
+        self,
+        store: TurnStore,
+        clock: Clock,
+        claim: Callable[[str], Lease | None],
+        agents: AgentRegistry,
+        writer: TurnWriter,
+        leases: LeaseKeeper,
+        steps: tuple[ModelStep, ToolStep],
+        memory: Callable[[str], ChatMemory | None],
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._claim = claim
+        self._agents = agents
+        self._writer = writer
+        self._leases = leases
+        self._model_step, self._tool_step = steps
+        self._memory = memory
+
+    def continue_turn(
+        self,
+        turn_id: str,
+        *,
+        lease: Lease | None,
+        should_yield: YieldProbe | None,
+        turn: Turn | None,
+        created_here: bool,
+        projected_version: int | None = None,
+    ) -> Turn:
+        """See :meth:`Runner.run_turn`; ``created_here``: the turn was just made (and took its conversation)."""
+        if lease is None:
+            lease = self._claim(turn_id)
+            if lease is None:
+                return self._store.load(turn_id)
+            turn = turn or lease.turn
+        try:
+            current = turn if turn is not None and turn.id == turn_id else self._store.load(turn_id)
+            if not current.status.is_runnable or not current.is_due(self._clock()):
+                self._store.release(lease)
+                return current
+            if projected_version is not None and projected_version == current.version:
+                mark_projected(current)
+            agent = self._agents.agent_for(current)
+        except UnknownAgentError as exc:
+            # Not deployed here (yet, during a rollout; or any more): try again later, a bounded number of
+            # times, then end the turn FAILED so that its conversation is free again.
+            return self._writer.retry_later_now(Run(turn=current, agent=None, lease=lease), "agent_unavailable", exc)
+        except Exception:
+            self._store.release(lease)
+            raise
+        run = Run(turn=current, agent=agent, lease=lease, should_yield=should_yield)
+        if (
+            current.status is TurnStatus.READY
+            and not created_here
+            and not holds(self._memory(current.conversation_id), current)
+        ):
+            message = "the turn does not hold its conversation (another turn does, or its start failed)"
+            self._writer.finish(run, TurnStatus.FAILED, "conversation_busy", message)
+            return run.turn
+        return self.drive(run)
+
+    def drive(self, run: Run) -> Turn:
+        """Step the turn while it is runnable and due, and this process still holds it."""
+        try:
+            while run.turn.status.is_runnable:
+                if run.turn.cancel_requested:
+                    self._writer.finish(run, TurnStatus.CANCELLED)
+                    break
+                if not run.turn.is_due(self._clock()):
+                    # In the backoff of a failed attempt: the caller hands it on with the remaining delay.
+                    break
+                if run.should_yield is not None and run.should_yield():
+                    break
+                self._leases.renew(run)
+                if run.turn.phase is TurnPhase.TOOLS and run.turn.pending_tool_calls:
+                    self._tool_step(run)
+                else:
+                    run.turn.phase = TurnPhase.MODEL
+                    self._model_step(run)
+        except (LeaseGone, VersionConflictError):
+            # Someone else wrote the turn since this process read it: keep nothing computed since.
+            return self._store.load(run.turn.id)
+        finally:
+            if run.heartbeat is not None:
+                run.heartbeat.close()
+            if run.lease is not None:
+                self._store.release(run.lease)
+                run.lease = None
+        return run.turn

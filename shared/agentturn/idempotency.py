@@ -1,0 +1,33 @@
+"""Answering a retried submit as the first time: the requests a turn has accepted, by request id."""
+
+from __future__ import annotations
+
+from agentturn.commands import ResumeCommand
+from agentturn.errors import IdempotencyConflictError
+from agentturn.state import MAX_ACCEPTED_REQUESTS, AcceptedRequest, Turn
+
+
+def is_replay(turn: Turn, command: ResumeCommand) -> bool:
+    """Same request id and same request: already applied, answer as the first time. Different: refuse."""
+    request_id = command.request_id
+    accepted = turn.accepted_requests.get(request_id) if request_id else None
+    if accepted is None or request_id is None:
+        return False
+    if accepted.fingerprint != command.fingerprint():
+        raise IdempotencyConflictError(turn.id, request_id)
+    return True
+
+
+def remember_request(turn: Turn, command: ResumeCommand, now_iso: str) -> None:
+    """Record ``command`` as accepted by the write that will make ``turn`` its next version.
+
+    Only the most recent requests are kept (a retry comes within minutes), so the snapshot stays bounded.
+    """
+    request_id = command.request_id
+    if request_id is None:
+        return
+    turn.accepted_requests[request_id] = AcceptedRequest(
+        fingerprint=command.fingerprint(), action_id=command.action_id, version=turn.version + 1, accepted_at=now_iso
+    )
+    while len(turn.accepted_requests) > MAX_ACCEPTED_REQUESTS:
+        turn.accepted_requests.pop(next(iter(turn.accepted_requests)))

@@ -1,0 +1,120 @@
+"""The model step: one call of the agent's chat model, and what its reply makes of the turn."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from agentturn.call_ids import unique_call_ids
+from agentturn.chat import ChatRequest
+from agentturn.errors import ModelError
+from agentturn.events import EventType
+from agentturn.lease_keeper import LeaseKeeper
+from agentturn.memory import ChatMemory
+from agentturn.messages import ModelMessage, UserMessage
+from agentturn.projection import stamp
+from agentturn.registry import AgentRegistry
+from agentturn.retry import RetryPolicy
+from agentturn.sequencer import EventSequencer
+from agentturn.state import TurnPhase, TurnStatus
+from agentturn.turn_run import LeaseGone, Run, agent_of
+from agentturn.turn_writer import TurnWriter
+
+_log = logging.getLogger("agentturn.runner")
+
+
+class ModelStep:
+    def __init__(
+        self,
+        agents: AgentRegistry,
+        writer: TurnWriter,
+        events: EventSequencer,
+        leases: LeaseKeeper,
+        retry: RetryPolicy,
+        memory: Callable[[str], ChatMemory | None],
+    ) -> None:
+        self._agents = agents
+        self._writer = writer
+        self._events = events
+        self._leases = leases
+        self._retry = retry
+        self._memory = memory
+
+    def __call__(self, run: Run) -> None:
+        agent = agent_of(run, self._agents)
+        turn = run.turn
+        if turn.iteration_count >= agent.policy.max_iterations:
+            self._writer.finish(run, TurnStatus.MAX_ITERATIONS_REACHED, "max_iterations", "model call limit reached")
+            return
+        if turn.step_count >= agent.policy.max_steps:
+            self._writer.finish(run, TurnStatus.MAX_STEPS_REACHED, "max_steps", "step limit reached")
+            return
+        self._events.emit(turn, EventType.STEP_STARTED, kind="MODEL", step=turn.step_count + 1)
+        request = ChatRequest(system=agent.instructions, messages=self._context(run), tools=agent.tool_specs())
+        self._events.emit(turn, EventType.MODEL_STARTED, messages=len(request.messages))
+        try:
+            with self._leases.heartbeat(run):
+                reply = agent.chat_model.chat(request)
+        except LeaseGone:
+            raise
+        except Exception as exc:
+            self._failed(run, exc)
+            return
+        turn.retry = None
+        reply = unique_call_ids(turn, reply)
+        self._events.emit(turn, EventType.MODEL_COMPLETED, toolCalls=[c.name for c in reply.tool_calls])
+        turn.iteration_count += 1
+        turn.step_count += 1
+        turn.status = TurnStatus.RUNNING
+        turn.messages.append(stamp(turn, reply))
+        if reply.tool_calls:
+            turn.pending_tool_calls = list(reply.tool_calls)
+            turn.phase = TurnPhase.TOOLS
+            self._writer.save(run)
+            self._events.emit(run.turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
+            return
+        turn.final_output = reply.content
+        self._events.emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
+        self._writer.finish(run, TurnStatus.COMPLETED)
+
+    def _context(self, run: Run) -> list[ModelMessage]:
+        """The conversation's recent history (the agent's window) followed by this turn's messages."""
+        turn = run.turn
+        window = agent_of(run, self._agents).policy.context_window
+        memory = self._memory(turn.conversation_id)
+        history: list[ModelMessage] = []
+        if memory is not None and window > 0:
+            fetched = memory.get_model_messages(window + turn.projection.messages)
+            history = [m for m in fetched if m.turn_id != turn.id][-window:]
+            # A window must not open on a tool result or a dangling tool call: start at a user message.
+            while history and not isinstance(history[0], UserMessage):
+                history.pop(0)
+        return [*history, *turn.messages]
+
+    def _failed(self, run: Run, exc: Exception) -> None:
+        """A retryable model error (throttled, 5xx, timeout, connection) keeps the turn runnable with a
+        backoff, for a bounded number of attempts; anything else fails the turn at once."""
+        turn = run.turn
+        retryable = isinstance(exc, ModelError) and exc.retryable
+        kind = exc.kind.value if isinstance(exc, ModelError) else "unexpected"
+        message = f"{type(exc).__name__}: {exc}"
+        attempt = (turn.retry.attempts if turn.retry is not None else 0) + 1
+        if retryable:
+            _log.warning("model of turn %r failed (%s, attempt %d): %s", turn.id, kind, attempt, message)
+        else:
+            _log.exception("model of agent %r failed on turn %r", turn.agent_id, turn.id)
+        self._events.emit(
+            turn,
+            EventType.MODEL_FAILED,
+            kind=kind,
+            retryable=retryable,
+            attempt=attempt,
+            maxAttempts=self._retry.max_attempts,
+            error=message,
+        )
+        self._events.emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=False)
+        if not retryable:
+            self._writer.finish(run, TurnStatus.FAILED, "model_error", message)
+            return
+        at_least = exc.retry_after if isinstance(exc, ModelError) else None
+        self._writer.retry_later(run, "model_error", message, at_least=at_least, exhausted="model_retries_exhausted")

@@ -1,0 +1,87 @@
+"""Ending or unblocking a turn from outside its run: a cancel, an expired wait, an unfinished cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentturn._clock import Clock
+from agentturn.conflicts import TryAgain, retry_on_conflict
+from agentturn.events import EventType
+from agentturn.resume import expire_wait
+from agentturn.sequencer import EventSequencer
+from agentturn.state import SuspensionType, Turn, TurnStatus
+from agentturn.store import Lease, TurnStore
+from agentturn.turn_run import Run
+from agentturn.turn_writer import TurnWriter
+
+
+class Settler:
+    def __init__(
+        self,
+        store: TurnStore,
+        clock: Clock,
+        claim: Callable[[str], Lease | None],
+        writer: TurnWriter,
+        events: EventSequencer,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._claim = claim
+        self._writer = writer
+        self._events = events
+
+    def cancel(self, turn_id: str) -> Turn:
+        """See :meth:`Runner.cancel`."""
+
+        def attempt() -> Turn:
+            turn = self._store.load(turn_id)
+            if turn.status.is_terminal:
+                return turn
+            lease: Lease | None = None
+            if turn.status.is_runnable:
+                if not turn.cancel_requested:
+                    self._store.request_cancel(turn_id)
+                lease = self._claim(turn_id)
+                if lease is None:
+                    # A worker holds it and stops at its next step, unless it blocked the turn meanwhile:
+                    # then the turn is ours to finish (next round).
+                    current = self._store.load(turn_id)
+                    if current.status.is_blocked:
+                        raise TryAgain
+                    return current
+                turn = lease.turn if lease.turn is not None else self._store.load(turn_id)
+            turn.cancel_requested = True
+            run = Run(turn=turn, agent=None, lease=lease)
+            try:
+                self._writer.finish(run, TurnStatus.CANCELLED)
+            finally:
+                if run.lease is not None:
+                    self._store.release(run.lease)
+            return run.turn
+
+        return retry_on_conflict(turn_id, attempt)
+
+    def settle(self, turn_id: str, *, expire_waits: bool) -> Turn:
+        """See :meth:`Runner.expire`; without ``expire_waits`` only an unfinished cancel is acted on."""
+
+        def attempt() -> Turn:
+            turn = self._store.load(turn_id)
+            suspension = turn.suspension
+            if not turn.status.is_blocked or suspension is None:
+                return turn
+            run = Run(turn=turn, agent=None, lease=None)
+            if turn.cancel_requested:
+                self._writer.finish(run, TurnStatus.CANCELLED)
+                return run.turn
+            if not expire_waits or not suspension.is_expired(self._clock()):
+                return turn
+            answerable = suspension.is_form or suspension.type is SuspensionType.TOOL_APPROVAL
+            if suspension.on_expiry == "cancel" or not answerable:
+                self._writer.finish(run, TurnStatus.CANCELLED, "input_expired", "nobody answered in time")
+                return run.turn
+            run.turn = expire_wait(turn, self._clock())
+            self._writer.save(run)
+            self._events.emit(run.turn, EventType.TURN_RESUMED, actionId=suspension.correlation_id, kind="EXPIRED")
+            return run.turn
+
+        return retry_on_conflict(turn_id, attempt)

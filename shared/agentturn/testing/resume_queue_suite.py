@@ -1,0 +1,54 @@
+"""The ResumeQueue conformance suite: what is enqueued reaches a worker as the same ResumeMessage.
+
+Subclass :class:`ResumeQueueSuite` and provide a ``queue_kit`` fixture (a :class:`~agentturn.testing.QueueKit`
+whose ``receive`` is how a worker takes messages off the queue). Whether a repeated enqueue of one version is
+delivered again, and whether one turn's messages keep their order, are declared by the kit.
+"""
+
+from __future__ import annotations
+
+from agentturn.queue import ResumeMessage, ResumeQueue
+from agentturn.testing.kits import QueueKit
+
+__all__ = ["ResumeQueueSuite"]
+
+
+def _key(message: ResumeMessage) -> tuple[str, int]:
+    return (message.turn_id, message.version)
+
+
+class ResumeQueueSuite:
+    """The ResumeQueue contract; subclass it as ``Test...`` and provide the ``queue_kit`` fixture."""
+
+    def test_enqueued_turns_are_received_as_sent(self, queue_kit: QueueKit) -> None:
+        # GIVEN the queue under test (it is a ResumeQueue)
+        assert isinstance(queue_kit.queue, ResumeQueue)
+
+        # WHEN two turns are enqueued, one with the projection receipt
+        queue_kit.queue.enqueue("turn-1", 3)
+        queue_kit.queue.enqueue("turn-2", 1, projected=True)
+
+        # THEN a worker receives both, each exactly as enqueued
+        received = sorted(queue_kit.receive(2), key=_key)
+        assert received == [
+            ResumeMessage(turn_id="turn-1", version=3),
+            ResumeMessage(turn_id="turn-2", version=1, projected=True),
+        ]
+
+    def test_a_repeated_enqueue_of_one_version_is_delivered_as_declared(self, queue_kit: QueueKit) -> None:
+        # GIVEN the queue under test
+        queue = queue_kit.queue
+
+        # WHEN the same turn version is enqueued twice (a retried submit), then the next version
+        queue.enqueue("turn-1", 2)
+        queue.enqueue("turn-1", 2)
+        queue.enqueue("turn-1", 3)
+
+        # THEN the duplicate arrives again or not as the kit declares (a worker makes a duplicate harmless),
+        # and the versions keep their order where the kit declares ordered delivery
+        duplicates = queue_kit.capabilities.delivers_duplicates
+        expected = [2, 2, 3] if duplicates else [2, 3]
+        received = [m.version for m in queue_kit.receive(3)]
+        assert sorted(received) == expected
+        if queue_kit.capabilities.ordered_delivery:
+            assert received == expected

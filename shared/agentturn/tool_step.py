@@ -1,0 +1,247 @@
+"""The tool step: the first pending call passes a chain of gates, and the last one runs the tool.
+
+Each gate either settles the call (answers it, suspends the turn, or ends the turn) and says so, or lets
+it through to the next: the control tool, an unknown tool, the approval policy, the tool-call budget.
+Only a call that passes them all is executed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from agentturn import tool_results
+from agentturn._clock import Clock
+from agentturn.agent import Agent, ApprovalVerdict, ToolApprovalDecision
+from agentturn.errors import ToolProtocolError, TurnNotFoundError
+from agentturn.events import EventType
+from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired
+from agentturn.lease_keeper import LeaseKeeper
+from agentturn.messages import ToolCall, ToolMessage, form_message_id
+from agentturn.projection import stamp
+from agentturn.registry import AgentRegistry
+from agentturn.sequencer import EventSequencer
+from agentturn.state import Turn, TurnPhase, TurnStatus
+from agentturn.store import TurnStore
+from agentturn.suspend import InputTarget, suspend_for_approval, suspend_for_form
+from agentturn.tools import Tool, ToolContext, tool_context
+from agentturn.turn_run import LeaseGone, Run, agent_of, policy_of
+from agentturn.turn_writer import TurnWriter, redact_card
+
+_log = logging.getLogger("agentturn.runner")
+
+#: A gate: ``True`` when it settled the call (nothing further may happen to it in this step).
+Gate = Callable[[Run, Agent, ToolCall], bool]
+
+
+class ToolStep:
+    def __init__(
+        self,
+        store: TurnStore,
+        clock: Clock,
+        agents: AgentRegistry,
+        writer: TurnWriter,
+        events: EventSequencer,
+        leases: LeaseKeeper,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._agents = agents
+        self._writer = writer
+        self._events = events
+        self._leases = leases
+        self._gates: tuple[Gate, ...] = (self._control_tool, self._unknown_tool, self._approval, self._budget)
+
+    def __call__(self, run: Run) -> None:
+        agent = agent_of(run, self._agents)
+        call = run.turn.pending_tool_calls[0]
+        if run.turn.step_count >= agent.policy.max_steps:
+            self._writer.finish(run, TurnStatus.MAX_STEPS_REACHED, "max_steps", "step limit reached")
+            return
+        for gate in self._gates:
+            if gate(run, agent, call):
+                return
+        self._begin(run.turn, call)
+        self._execute(run, call, agent.tools[call.name])
+
+    # ------------------------------------------------------------------ gates
+
+    def _control_tool(self, run: Run, agent: Agent, call: ToolCall) -> bool:
+        """``request_user_input``: the model asks the person to fill in one of the agent's forms."""
+        user_input_tool = agent.user_input_tool
+        if call.name != REQUEST_USER_INPUT or user_input_tool is None:
+            return False
+        self._begin(run.turn, call)
+        form_key = call.arguments.get("formKey")
+        form = user_input_tool.form(form_key) if isinstance(form_key, str) else None
+        if form is None:
+            self._complete(run, call, tool_results.unknown_form_key(form_key, sorted(user_input_tool.forms)))
+            return True
+        self._events.emit(
+            run.turn, EventType.TOOL_INPUT_REQUESTED, toolCallId=call.id, formKey=form.form_key, target="MODEL"
+        )
+        self._suspend_for_form(run, call, form, "MODEL")
+        return True
+
+    def _unknown_tool(self, run: Run, agent: Agent, call: ToolCall) -> bool:
+        """A tool the agent does not have: the model is told which ones it has."""
+        if call.name in agent.tools:
+            return False
+        self._begin(run.turn, call)
+        self._complete(run, call, tool_results.unknown_tool(call.name, sorted(agent.tools)))
+        return True
+
+    def _approval(self, run: Run, agent: Agent, call: ToolCall) -> bool:
+        """The agent's approval policy: allow, deny (the model is told), or wait for a person."""
+        policy = agent.approval_policy
+        if policy is None or run.turn.tool_state(call.id).approved:
+            return False
+        try:
+            decision = policy(run.turn, call, agent.tools[call.name])
+        except Exception as exc:
+            _log.exception("approval policy failed for %r on turn %r", call.name, run.turn.id)
+            self._writer.finish(run, TurnStatus.FAILED, "approval_policy_error", f"{type(exc).__name__}: {exc}")
+            return True
+        if not isinstance(decision, ToolApprovalDecision):
+            self._writer.finish(
+                run, TurnStatus.FAILED, "approval_policy_error", "policy must return ToolApprovalDecision"
+            )
+            return True
+        if decision.verdict is ApprovalVerdict.DENY:
+            self._begin(run.turn, call)
+            self._events.emit(run.turn, EventType.TOOL_REJECTED, toolCallId=call.id, toolName=call.name, by="policy")
+            self._complete(run, call, tool_results.denied(call.name, decision.message))
+            return True
+        if decision.verdict is ApprovalVerdict.REQUIRE_APPROVAL:
+            self._begin(run.turn, call)
+            suspend_for_approval(run.turn, call, decision, policy_of(run, self._agents), self._clock())
+            self._events.emit(run.turn, EventType.TOOL_APPROVAL_REQUESTED, toolCallId=call.id, toolName=call.name)
+            self._suspended(run, call)
+            return True
+        return False
+
+    def _budget(self, run: Run, agent: Agent, call: ToolCall) -> bool:
+        """Count each call once (a replay after a form is the same call), and stop at the budget."""
+        turn = run.turn
+        state = turn.tool_state(call.id)
+        if state.counted:
+            return False
+        if turn.tool_call_count >= agent.policy.max_tool_calls:
+            self._writer.finish(run, TurnStatus.BUDGET_EXCEEDED, "max_tool_calls", "tool call budget exhausted")
+            return True
+        state.counted = True
+        turn.tool_call_count += 1
+        return False
+
+    # ------------------------------------------------------------------ execution
+
+    def _execute(self, run: Run, call: ToolCall, tool: Tool) -> None:
+        turn = run.turn
+        state = turn.tool_state(call.id)
+        replay = state.submitted_form_data is not None
+        self._events.emit(turn, EventType.TOOL_STARTED, toolCallId=call.id, toolName=call.name, replay=replay)
+        context = ToolContext(
+            turn_id=turn.id,
+            tool_call_id=call.id,
+            tool_call=call.model_copy(deep=True),
+            submitted_form_data=dict(state.submitted_form_data or {}),
+            form_submitted=replay,
+            _progress=lambda stage, data: self._events.emit(
+                turn, EventType.TOOL_PROGRESS, toolCallId=call.id, stage=stage, data=dict(data or {})
+            ),
+            _cancel_probe=lambda: self._cancel_requested(turn.id),
+        )
+        try:
+            with tool_context(context), self._leases.heartbeat(run):
+                result = tool.function(dict(call.arguments))
+        except LeaseGone:
+            raise
+        except FormRequired as signal:
+            if replay or state.form_requested:
+                error = ToolProtocolError(
+                    f"tool {call.name!r} raised FormRequired again after the form was submitted",
+                    tool=call.name,
+                    form_key=signal.form.form_key,
+                )
+                self._events.emit(turn, EventType.TOOL_FAILED, toolCallId=call.id, toolName=call.name, error=str(error))
+                self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=False)
+                self._writer.finish(run, TurnStatus.FAILED, "form_required_again", str(error))
+                return
+            state.form_requested = True
+            self._events.emit(
+                turn, EventType.TOOL_INPUT_REQUESTED, toolCallId=call.id, formKey=signal.form.form_key, target="TOOL"
+            )
+            self._suspend_for_form(run, call, signal.form, "TOOL")
+            return
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            self._events.emit(turn, EventType.TOOL_FAILED, toolCallId=call.id, toolName=call.name, error=message)
+            if agent_of(run, self._agents).policy.on_tool_error == "fail_turn":
+                self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=False)
+                self._writer.finish(run, TurnStatus.FAILED, "tool_error", message)
+                return
+            self._complete(run, call, tool_results.tool_failed(message))
+            return
+        self._events.emit(turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
+        self._complete(run, call, _jsonable(result))
+
+    def _cancel_requested(self, turn_id: str) -> bool:
+        try:
+            return self._store.load(turn_id).cancel_requested
+        except TurnNotFoundError:
+            return True
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _begin(self, turn: Turn, call: ToolCall) -> None:
+        turn.step_count += 1
+        turn.status = TurnStatus.RUNNING
+        self._events.emit(turn, EventType.STEP_STARTED, kind="TOOL", step=turn.step_count, toolName=call.name)
+
+    def _complete(self, run: Run, call: ToolCall, content: Any) -> None:
+        """The call's ToolMessage, then a snapshot: one boundary per tool result."""
+        turn = run.turn
+        turn.pending_tool_calls = [c for c in turn.pending_tool_calls if c.id != call.id]
+        state = turn.tool_states.get(call.id)
+        if state is not None and state.submitted_form_data is not None:
+            # Invariant 8: the submitted form data lived only for the tool that needed it.
+            state.submitted_form_data = None
+            if policy_of(run, self._agents).redact_submitted_values:
+                redact_card(turn, form_message_id(turn.id, call.id))
+        turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call.id, content=content, tool_name=call.name)))
+        if not turn.pending_tool_calls:
+            turn.phase = TurnPhase.MODEL
+        self._writer.save(run)
+        self._events.emit(run.turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name)
+
+    def _suspend_for_form(self, run: Run, call: ToolCall, form: FormDefinition, target: InputTarget) -> None:
+        suspend_for_form(run.turn, call, form, target, agent_of(run, self._agents).policy, self._clock())
+        self._suspended(run, call)
+
+    def _suspended(self, run: Run, call: ToolCall) -> None:
+        self._writer.save(run)
+        turn = run.turn
+        assert turn.suspension is not None
+        self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, suspended=True)
+        if turn.cancel_requested:
+            # Cancelled while this step ran (the save came back carrying the flag): nobody may answer a
+            # turn that is being cancelled, so it ends now rather than waiting with a live card.
+            self._writer.finish(run, TurnStatus.CANCELLED)
+            return
+        self._events.emit(
+            turn,
+            EventType.TURN_SUSPENDED,
+            type=turn.suspension.type.value,
+            actionId=turn.suspension.correlation_id,
+            formKey=turn.suspension.metadata.get("formKey"),
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return to_jsonable_python(value)
+    except (TypeError, ValueError):
+        return str(value)

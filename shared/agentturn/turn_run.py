@@ -1,0 +1,46 @@
+"""One stretch of work on a turn in this process, and what ends it early."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentturn.agent import Agent, ExecutionPolicy
+from agentturn.errors import UnknownAgentError
+from agentturn.heartbeat import Heartbeat
+from agentturn.registry import AgentRegistry
+from agentturn.state import Turn
+from agentturn.store import Lease
+
+YieldProbe = Callable[[], bool]
+
+
+class LeaseGone(Exception):
+    """Another holder owns the turn now: stop without keeping anything computed since the last save."""
+
+
+@dataclass
+class Run:
+    """One stretch of work on a turn in this process."""
+
+    turn: Turn
+    agent: Agent | None
+    lease: Lease | None
+    should_yield: YieldProbe | None = None
+    #: renews the lease during steps; one per run, ended with it
+    heartbeat: Heartbeat | None = None
+
+
+def agent_of(run: Run, agents: AgentRegistry) -> Agent:
+    """The run's agent, looked up once (a resolver may be a network call)."""
+    if run.agent is None:
+        run.agent = agents.agent_for(run.turn)
+    return run.agent
+
+
+def policy_of(run: Run, agents: AgentRegistry) -> ExecutionPolicy:
+    """The agent's policy; the defaults for a turn whose agent this process does not know (a cancel)."""
+    try:
+        return agent_of(run, agents).policy
+    except UnknownAgentError:
+        return ExecutionPolicy()

@@ -1,0 +1,70 @@
+"""Keeping a run's lease between steps and during one (in-memory store, fake clock)."""
+
+from __future__ import annotations
+
+import pytest
+from tests.unit.conftest import Parts
+
+from agentturn import Agent, ScriptedChatModel
+from agentturn.turn_run import LeaseGone
+
+
+def an_agent() -> Agent:
+    return Agent("a", "x", ScriptedChatModel([]))
+
+
+def test_a_fresh_lease_is_left_alone_and_one_past_half_its_life_is_renewed(parts: Parts) -> None:
+    # GIVEN a run with a new 60-second lease
+    run = parts.new_run(an_agent())
+    assert run.lease is not None
+    granted = run.lease.expires_at
+
+    # WHEN it is checked at once, then after 40 seconds
+    parts.leases.renew(run)
+    unchanged = run.lease
+    parts.clock.advance(40)
+    parts.leases.renew(run)
+
+    # THEN the first check wrote nothing; the second extended the lease past its old end
+    assert unchanged is not None and unchanged.expires_at == granted
+    assert run.lease is not None and run.lease.expires_at > granted
+
+
+def test_a_lease_taken_over_between_steps_stops_the_run(parts: Parts) -> None:
+    # GIVEN a run whose lease ran out and was claimed by another worker
+    run = parts.new_run(an_agent())
+    parts.clock.advance(parts.lease_seconds + 1)
+    assert parts.store.claim(run.turn.id, "w2", parts.lease_seconds) is not None
+
+    # WHEN the run checks its lease before its next step THEN it learns it is gone and holds nothing
+    with pytest.raises(LeaseGone):
+        parts.leases.renew(run)
+    assert run.lease is None
+
+
+def test_a_step_without_a_lease_runs_without_a_heartbeat(parts: Parts) -> None:
+    # GIVEN a run that holds no lease (a cancel or an expiry writes without one)
+    run = parts.new_run(an_agent(), leased=False)
+
+    # WHEN a step runs inside the heartbeat
+    with parts.leases.heartbeat(run):
+        ran = True
+
+    # THEN the body ran and no heartbeat thread was started for it
+    assert ran
+    assert run.heartbeat is None
+
+
+def test_a_step_keeps_the_lease_it_held(parts: Parts) -> None:
+    # GIVEN a leased run
+    run = parts.new_run(an_agent())
+    held = run.lease
+
+    # WHEN a short step runs inside the heartbeat
+    with parts.leases.heartbeat(run):
+        pass
+    assert run.heartbeat is not None
+    run.heartbeat.close()
+
+    # THEN the run still holds its lease afterwards
+    assert run.lease is not None and held is not None and run.lease.lease_id == held.lease_id
