@@ -6,7 +6,7 @@ from typing import Any
 
 from agentturn._clock import iso
 from agentturn.commands import ResumeCommand, ResumeKind
-from agentturn.errors import FormValidationError, InvalidResumeError
+from agentturn.errors import FormValidationError, InvalidResumeError, RefusalReason
 from agentturn.forms import REQUEST_USER_INPUT
 from agentturn.messages import (
     ApprovalStatus,
@@ -35,9 +35,9 @@ def _refuse_stale(turn: Turn, suspension: Suspension, action_id: str | None) -> 
     known = any(card.action_id == action_id for card in turn.cards)
     if known:
         raise InvalidResumeError(
-            f"action {action_id!r} of turn {turn.id!r} is no longer pending", reason="action_not_pending"
+            f"action {action_id!r} of turn {turn.id!r} is no longer pending", reason=RefusalReason.ACTION_NOT_PENDING
         )
-    raise InvalidResumeError(f"turn {turn.id!r} has no action {action_id!r}", reason="unknown_action")
+    raise InvalidResumeError(f"turn {turn.id!r} has no action {action_id!r}", reason=RefusalReason.UNKNOWN_ACTION)
 
 
 def _replace_card(turn: Turn, card: CardMessage) -> None:
@@ -97,7 +97,7 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
         raise InvalidResumeError(
             f"turn {turn.id!r} waits for form {suspension.metadata['formKey']!r}: "
             "resume it with ResumeCommand.submit_form(action_id, data) or decline_input(action_id)",
-            reason="wrong_command",
+            reason=RefusalReason.WRONG_COMMAND,
         )
     _refuse_stale(turn, suspension, command.action_id)
     if command.kind is ResumeKind.DECLINE_INPUT:
@@ -132,7 +132,7 @@ def _apply_text(turn: Turn, command: ResumeCommand) -> None:
     if command.kind is not ResumeKind.TEXT_INPUT or command.content is None:
         raise InvalidResumeError(
             f"turn {turn.id!r} waits for text: resume it with ResumeCommand.user_input(content)",
-            reason="wrong_command",
+            reason=RefusalReason.WRONG_COMMAND,
         )
     turn.messages.append(stamp(turn, UserMessage(content=command.content)))
     turn.phase = TurnPhase.MODEL
@@ -142,7 +142,7 @@ def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, 
     if command.kind not in (ResumeKind.APPROVE_TOOL, ResumeKind.REJECT_TOOL):
         raise InvalidResumeError(
             f"turn {turn.id!r} waits for a tool approval: use approve_tool or reject_tool",
-            reason="wrong_command",
+            reason=RefusalReason.WRONG_COMMAND,
         )
     _refuse_stale(turn, suspension, command.action_id)
     call_id = suspension.correlation_id
@@ -176,18 +176,19 @@ def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, 
 def apply_resume(turn: Turn, command: ResumeCommand, now: float) -> Turn:
     """A copy of ``turn`` with ``command`` applied, RUNNING; raises without touching ``turn`` if refused."""
     if turn.status.is_terminal:
-        raise InvalidResumeError(f"turn {turn.id!r} is {turn.status.value}", reason="turn_terminal")
+        raise InvalidResumeError(f"turn {turn.id!r} is {turn.status.value}", reason=RefusalReason.TURN_TERMINAL)
     suspension = turn.suspension
     if not turn.status.is_blocked or suspension is None:
         raise InvalidResumeError(
-            f"turn {turn.id!r} is {turn.status.value}, not waiting for a person", reason="not_waiting"
+            f"turn {turn.id!r} is {turn.status.value}, not waiting for a person", reason=RefusalReason.NOT_WAITING
         )
     if turn.cancel_requested:
         # Its cancel has not finished yet (the sweeper or a retried cancel finishes it): as good as ended.
-        raise InvalidResumeError(f"turn {turn.id!r} is being cancelled", reason="turn_terminal")
+        raise InvalidResumeError(f"turn {turn.id!r} is being cancelled", reason=RefusalReason.TURN_TERMINAL)
     if suspension.is_expired(now):
         raise InvalidResumeError(
-            f"the wait of turn {turn.id!r} for action {suspension.correlation_id!r} expired", reason="input_expired"
+            f"the wait of turn {turn.id!r} for action {suspension.correlation_id!r} expired",
+            reason=RefusalReason.INPUT_EXPIRED,
         )
     now_iso = iso(now)
     resumed = turn.model_copy(deep=True)
@@ -209,7 +210,7 @@ def expire_wait(turn: Turn, now: float) -> Turn:
     """
     suspension = turn.suspension
     if not turn.status.is_blocked or suspension is None or not suspension.is_expired(now):
-        raise InvalidResumeError(f"turn {turn.id!r} has no expired wait", reason="not_expired")
+        raise InvalidResumeError(f"turn {turn.id!r} has no expired wait", reason=RefusalReason.NOT_EXPIRED)
     expired = turn.model_copy(deep=True)
     if suspension.is_form:
         _close_unanswered(expired, suspension, "expired", None, {"status": FormStatus.EXPIRED})

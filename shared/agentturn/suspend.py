@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from agentturn._clock import iso
 from agentturn.agent import ExecutionPolicy, ToolApprovalDecision
-from agentturn.errors import InvalidResumeError
+from agentturn.errors import InvalidResumeError, RefusalReason
 from agentturn.forms import FormDefinition
 from agentturn.messages import ApprovalMessage, FormMessage, ToolCall, approval_message_id, form_message_id
 from agentturn.projection import card_sort_key
@@ -99,7 +99,7 @@ def suspend_for_approval(
 def suspend_for_text(turn: Turn, suspension: Suspension) -> None:
     """Put a plain-text wait on a turn that is neither ended nor already waiting; refuse anything else."""
     if turn.status.is_terminal or turn.status.is_blocked:
-        raise InvalidResumeError(f"turn {turn.id!r} is {turn.status.value}", reason="not_suspendable")
+        raise InvalidResumeError(f"turn {turn.id!r} is {turn.status.value}", reason=RefusalReason.NOT_SUSPENDABLE)
     if suspension.type is not SuspensionType.USER_INPUT or suspension.is_form:
         raise ValueError("Runner.suspend takes a plain-text Suspension.user_input(message)")
     turn.status = TurnStatus.WAITING_FOR_USER
