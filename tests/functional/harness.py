@@ -46,6 +46,24 @@ def _route_for(method: str, path: str) -> tuple[RouteSpec | None, dict[str, str]
     return None, {}
 
 
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """The Lambda SQS event for messages received from ``queue_arn``, shaped like ``tests/events/sqs_resume.json``."""
+    template = load_event("sqs_resume.json")["Records"][0]
+    records = []
+    for message in messages:
+        record = copy.deepcopy(template)
+        record.update(
+            messageId=message["MessageId"],
+            receiptHandle=message["ReceiptHandle"],
+            body=message["Body"],
+            md5OfBody=message["MD5OfBody"],
+            eventSourceARN=queue_arn,
+        )
+        record["attributes"] = {k: str(v) for k, v in message.get("Attributes", {}).items()}
+        records.append(record)
+    return {"Records": records}
+
+
 def http_event(
     template: str,
     *,
@@ -281,21 +299,7 @@ class Deployment:
         return [dict(m) for m in response.get("Messages", [])]
 
     def sqs_event(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The Lambda SQS event for received messages, shaped like ``tests/events/sqs_resume.json``."""
-        template = load_event("sqs_resume.json")["Records"][0]
-        records = []
-        for message in messages:
-            record = copy.deepcopy(template)
-            record.update(
-                messageId=message["MessageId"],
-                receiptHandle=message["ReceiptHandle"],
-                body=message["Body"],
-                md5OfBody=message["MD5OfBody"],
-                eventSourceARN=self.queue_arn,
-            )
-            record["attributes"] = {k: str(v) for k, v in message.get("Attributes", {}).items()}
-            records.append(record)
-        return {"Records": records}
+        return sqs_event(messages, self.queue_arn)
 
     def deliver(self, messages: list[dict[str, Any]], context: FakeLambdaContext | None = None) -> dict[str, Any]:
         """What the event source mapping does: invoke the worker, delete what succeeded, leave failures."""

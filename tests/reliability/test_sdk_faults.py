@@ -23,7 +23,6 @@ default marked ``slow``); one seed: ``AGENTTURN_FAULT_SEED=17``. Figures are pri
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import uuid
@@ -49,7 +48,7 @@ from agentturn.messages import ApprovalMessage, FormMessage, ToolMessage
 from agentturn.projection import project
 from agentturn.state import Turn
 from tests.contract.aws_adapters import CLIENT_CONFIG, AwsSession, aws_session, unique
-from tests.functional.harness import FakeLambdaContext, HttpResponse, http_event, load_event
+from tests.functional.harness import FakeLambdaContext, HttpResponse, http_event, sqs_event
 from tests.reliability.figures import FIGURES, record
 from tests.reliability.kit import VALID_TICKET, Stack
 from tests.support.clock import FakeClock
@@ -262,26 +261,12 @@ class World:
         )
         return list(response.get("Messages", []))
 
-    def _sqs_event(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        template = load_event("sqs_resume.json")["Records"][0]
-        records = []
-        for message in messages:
-            entry = copy.deepcopy(template)
-            entry.update(
-                messageId=message["MessageId"],
-                receiptHandle=message["ReceiptHandle"],
-                body=message["Body"],
-                md5OfBody=message["MD5OfBody"],
-                eventSourceARN=self.queue_arn,
-            )
-            entry["attributes"] = {k: str(v) for k, v in message.get("Attributes", {}).items()}
-            records.append(entry)
-        return {"Records": records}
-
     def deliver(self, messages: list[dict[str, Any]]) -> None:
         """The event source mapping: invoke the worker, delete what succeeded, let failures come back."""
         self.deliveries += len(messages)
-        result = SqsWorker(self.stack.services, NullTelemetry()).handle(self._sqs_event(messages), FakeLambdaContext())
+        result = SqsWorker(self.stack.services, NullTelemetry()).handle(
+            sqs_event(messages, self.queue_arn), FakeLambdaContext()
+        )
         failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
         for message in messages:
             if message["MessageId"] in failed:

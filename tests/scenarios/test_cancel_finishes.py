@@ -21,7 +21,8 @@ from agentturn import (
     TurnStatus,
 )
 from agentturn.errors import StorageUnavailableError
-from agentturn.store import Lease, RunnableTurn, TurnStore
+from agentturn.store import TurnStore
+from agentturn.testing.delegating import DelegatingTurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
     SUPPORT_DATA,
@@ -40,11 +41,11 @@ def throttled(operation: str) -> StorageUnavailableError:
     return StorageUnavailableError(f"{operation} failed: ThrottlingException: slow down", code="ThrottlingException")
 
 
-class ThrottlingStore:
+class ThrottlingStore(DelegatingTurnStore):
     """The backend's TurnStore, except that saves matching ``when`` are throttled ``times`` times."""
 
     def __init__(self, inner: TurnStore) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.when: SavePredicate = lambda turn: False
         self.times = 0
         self.throttled = 0
@@ -57,36 +58,6 @@ class ThrottlingStore:
             self.throttled += 1
             raise throttled("UpdateItem")
         return self.inner.save(turn, expected_version=expected_version, lease_id=lease_id)
-
-    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
-        return self.inner.create(turn, lease=lease)
-
-    def load(self, turn_id: str) -> Turn:
-        return self.inner.load(turn_id)
-
-    def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
-        return self.inner.claim(turn_id, worker_id, lease_seconds)
-
-    def renew(self, lease: Lease, lease_seconds: float) -> Lease:
-        return self.inner.renew(lease, lease_seconds)
-
-    def release(self, lease: Lease) -> bool:
-        return self.inner.release(lease)
-
-    def request_cancel(self, turn_id: str) -> None:
-        self.inner.request_cancel(turn_id)
-
-    def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
-        return self.inner.find_runnable(idle_seconds=idle_seconds, limit=limit)
-
-    def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
-        return self.inner.find_overdue(limit=limit)
-
-    def delete(self, turn_id: str, *, expected_version: int) -> None:
-        self.inner.delete(turn_id, expected_version=expected_version)
-
-    def mark_unreadable(self, turn_id: str, **options: Any) -> bool:
-        return self.inner.mark_unreadable(turn_id, **options)
 
 
 def cancelled_save(turn: Turn) -> bool:

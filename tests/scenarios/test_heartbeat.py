@@ -23,7 +23,8 @@ from agentturn import (
 )
 from agentturn._clock import real_wait
 from agentturn.errors import StorageUnavailableError
-from agentturn.store import Lease, RunnableTurn, TurnStore
+from agentturn.store import Lease, TurnStore
+from agentturn.testing.delegating import DelegatingTurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import Ledger, ai_calls
 
@@ -50,11 +51,11 @@ class SlowModel:
         return ai_calls(("t1", "create_ticket", {"title": "login"}))
 
 
-class ObservedStore:
+class ObservedStore(DelegatingTurnStore):
     """The backend's store; counts renewals and saves, and can throttle renewals for a while."""
 
     def __init__(self, inner: TurnStore) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.renewed = threading.Condition()
         self.renewals = 0
         self.saves = 0
@@ -79,33 +80,6 @@ class ObservedStore:
     def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
         self.saves += 1
         return self.inner.save(turn, expected_version=expected_version, lease_id=lease_id)
-
-    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
-        return self.inner.create(turn, lease=lease)
-
-    def load(self, turn_id: str) -> Turn:
-        return self.inner.load(turn_id)
-
-    def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
-        return self.inner.claim(turn_id, worker_id, lease_seconds)
-
-    def release(self, lease: Lease) -> bool:
-        return self.inner.release(lease)
-
-    def request_cancel(self, turn_id: str) -> None:
-        self.inner.request_cancel(turn_id)
-
-    def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
-        return self.inner.find_runnable(idle_seconds=idle_seconds, limit=limit)
-
-    def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
-        return self.inner.find_overdue(limit=limit)
-
-    def delete(self, turn_id: str, *, expected_version: int) -> None:
-        self.inner.delete(turn_id, expected_version=expected_version)
-
-    def mark_unreadable(self, turn_id: str, **options: Any) -> bool:
-        return self.inner.mark_unreadable(turn_id, **options)
 
 
 def ticket_agent(model: SlowModel, ledger: Ledger) -> Agent:

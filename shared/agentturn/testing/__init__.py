@@ -2,6 +2,7 @@
 
 This package is light: importing it imports neither pytest nor boto3. It holds
 
+* :class:`DelegatingTurnStore`, a store double that passes every call on (override what a test intercepts);
 * :class:`FakeClock`, the injected clock, and builders of turns and timeline entries
   (:func:`new_turn`, :func:`advanced`, :func:`waiting_until`, :func:`user`, :func:`ai`, :func:`form`, ...);
 * the kits a conformance suite is given (:class:`StoreKit`, :class:`QueueKit`) and what an adapter declares
@@ -34,6 +35,7 @@ from agentturn.testing.builders import (
 )
 from agentturn.testing.capabilities import BREAKAGES, Breakage, Capabilities
 from agentturn.testing.clock import FakeClock
+from agentturn.testing.delegating import DelegatingTurnStore
 from agentturn.testing.kits import ChatMemoryKit, QueueKit, SnapshotBreaker, StoreInspector, StoreKit
 from agentturn.testing.provider import ProviderScript
 
@@ -42,6 +44,7 @@ __all__ = [
     "Breakage",
     "Capabilities",
     "ChatMemoryKit",
+    "DelegatingTurnStore",
     "FakeClock",
     "ProviderScript",
     "QueueKit",
