@@ -10,9 +10,7 @@ without a network once ``python -m agentturn.cdk prefetch`` has run (``scripts/t
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -20,40 +18,10 @@ from typing import Any, Final
 import pytest
 
 from agentturn.cdk.bundling import DEPLOY_TARGET, BundlingError, DependencySpec, ensure_dependencies, local_target
+from tests.infra.lambda_probe import run_handler
 from tests.infra.synth import Synth, file_assets, refs, synthesise
 
 FUNCTIONS: Final = ("run", "submit", "worker", "sweeper", "retention")
-
-#: Imports the handler module with the asset first on sys.path and no site-packages at all (-I -S), then
-#: lists every loaded module that came from neither the asset nor the standard library.
-_IMPORT_PROBE: Final = r"""
-import json, sys, sysconfig
-asset = sys.argv[1]
-sys.path.insert(0, asset)
-import app
-assert callable(app.handler), "app.handler is not callable"
-stdlib = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
-foreign = sorted(
-    name for name, module in list(sys.modules.items())
-    if getattr(module, "__file__", None) and not module.__file__.startswith((asset, *stdlib))
-)
-result = {"foreign": foreign}
-if len(sys.argv) > 2:
-    class Context:
-        function_name = "agentturn-run"
-        function_version = "$LATEST"
-        memory_limit_in_mb = 1024
-        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:agentturn-run"
-        aws_request_id = "request-1"
-        log_group_name = "/aws/lambda/agentturn-run"
-        log_stream_name = "stream"
-        def get_remaining_time_in_millis(self):
-            return 20_000
-    response = app.handler(json.loads(sys.argv[2]), Context())
-    result["status"] = response["statusCode"]
-    result["body"] = response.get("body", "")[:200]
-print("RESULT " + json.dumps(result))
-"""
 
 
 def _openapi_event() -> dict[str, Any]:
@@ -152,22 +120,9 @@ def test_asset_holds_the_function_the_package_and_wheels(bundled: Synth, functio
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_handler_imports_from_the_asset_alone(bundled: Synth, function: str) -> None:
     asset = _asset_dir(bundled, function)
-    arguments = [sys.executable, "-I", "-S", "-c", _IMPORT_PROBE, str(asset)]
-    if function == "run":
-        # One real request through the handler: routing, identity, serialisation, lazy imports.
-        arguments.append(json.dumps(_openapi_event()))
-    result = subprocess.run(
-        arguments,
-        env=_lambda_env(bundled, function),
-        cwd=asset,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, f"{function}: import failed\n{result.stdout}\n{result.stderr}"
-    (line,) = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    outcome = json.loads(line.removeprefix("RESULT "))
+    # One real request through the run handler: routing, identity, serialisation, lazy imports.
+    event = _openapi_event() if function == "run" else None
+    outcome = run_handler(asset, _lambda_env(bundled, function), event)
     assert outcome["foreign"] == [], f"{function} loaded modules from outside the asset"
     if function == "run":
         assert outcome["status"] == 200, outcome

@@ -28,6 +28,7 @@ from agentturn.cdk.bundling import local_target
 from agentturn.scaffold import CDK_CLI_VERSION
 from tests.e2e.conftest import DevProcess, free_port
 from tests.functional.harness import http_event
+from tests.infra.lambda_probe import run_handler
 from tests.infra.synth import refs
 from tests.support.emulators import Emulator, boto3_session_kwargs
 
@@ -36,40 +37,6 @@ CDK_CLI: Final = ROOT / "node_modules" / ".bin" / "cdk"
 PROJECT: Final = "access-desk"
 PACKAGE: Final = "access_desk"
 AGENTS: Final = f"{PACKAGE}.agents:build"
-
-#: The run handler imported with the asset first on sys.path and no site-packages (-I -S); it serves one
-#: event and reports where the team's tool module and agentturn were loaded from.
-_PROBE: Final = r"""
-import json, sys, sysconfig
-asset = sys.argv[1]
-sys.path.insert(0, asset)
-import app
-
-class Context:
-    function_name = "access-desk-run"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:access-desk-run"
-    aws_request_id = "request-1"
-    log_group_name = "/aws/lambda/access-desk-run"
-    log_stream_name = "stream"
-    def get_remaining_time_in_millis(self):
-        return 25_000
-
-response = app.handler(json.loads(sys.argv[2]), Context())
-stdlib = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
-foreign = sorted(
-    name for name, module in list(sys.modules.items())
-    if getattr(module, "__file__", None) and not module.__file__.startswith((asset, *stdlib))
-)
-print("RESULT " + json.dumps({
-    "status": response["statusCode"],
-    "body": json.loads(response["body"]),
-    "tools": sys.modules["access_desk.tools"].__file__,
-    "agentturn": sys.modules["agentturn"].__file__,
-    "foreign": foreign,
-}))
-"""
 
 
 @dataclass(frozen=True)
@@ -240,20 +207,17 @@ def test_the_bundled_run_handler_serves_the_teams_agent_from_the_asset_alone(
     event = http_event(
         "http_start_turn.json", path="/conversations/team-1/turns", body={"input": "I need access to a system"}
     )
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", _PROBE, str(asset), json.dumps(event)],
-        env=env, cwd=asset, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
-    (line,) = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    outcome = json.loads(line.removeprefix("RESULT "))
+    outcome = run_handler(asset, env, event, modules=[f"{PACKAGE}.tools", "agentturn"])
+    body = json.loads(outcome["body"])
     # THEN the team's agent ran its tool, which asked for the team's form; every module came from the asset
     # and the tool module from the team's folder in it, not from agentturn
     assert outcome["status"] == 200, outcome
-    assert outcome["body"]["status"] == "WAITING_FOR_USER", outcome["body"]
-    assert outcome["body"]["suspension"]["formKey"] == "access_request_details"
-    assert outcome["tools"] == str(asset / PACKAGE / "tools.py")
-    assert outcome["agentturn"] == str(asset / "agentturn" / "__init__.py")
+    assert body["status"] == "WAITING_FOR_USER", body
+    assert body["suspension"]["formKey"] == "access_request_details"
+    assert outcome["files"] == {
+        f"{PACKAGE}.tools": str(asset / PACKAGE / "tools.py"),
+        "agentturn": str(asset / "agentturn" / "__init__.py"),
+    }
     assert outcome["foreign"] == []
 
 
