@@ -117,9 +117,6 @@ class StackConfig:
                 throttle_burst=default.throttle_burst if burst is None else burst,
                 cors_allowed_origins=origins,
             )
-        worker_timeout = props.pop("worker_timeout_seconds")
-        if worker_timeout is not None:
-            props["worker_timeout_seconds"] = worker_timeout
         reserved = _optional_int(get, "workerReservedConcurrency")
         if reserved is not None:
             props["function_props"] = {"worker": FunctionProps(reserved_concurrent_executions=reserved)}
