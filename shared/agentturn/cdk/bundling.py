@@ -61,7 +61,8 @@ from typing import Any, Final
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name as _canonical
 
 from agentturn._sources import code_layout
 from agentturn.cdk.settings import Architecture
@@ -155,21 +156,12 @@ def runtime_requirements(pyproject: Path | None = None) -> tuple[str, ...]:
     return tuple(normalised)
 
 
-def _requirement_name(requirement: str) -> str:
-    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    if match is None:
-        raise BundlingError(f"cannot read the requirement {requirement!r}")
-    return match.group(1)
-
-
-def _requirement_extras(requirement: str) -> set[str]:
-    head = requirement.split(";", 1)[0]
-    match = re.search(r"\[([^\]]*)\]", head)
-    return {_canonical(e) for e in match.group(1).split(",") if e.strip()} if match else set()
-
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+def _name_and_extras(requirement: str) -> tuple[str, set[str]]:
+    try:
+        parsed = Requirement(requirement)
+    except InvalidRequirement as exc:
+        raise BundlingError(f"cannot read the requirement {requirement!r}: {exc}") from None
+    return parsed.name, {_canonical(extra) for extra in parsed.extras}
 
 
 def installed_pins(requirements: Iterable[str]) -> dict[str, str]:
@@ -179,7 +171,7 @@ def installed_pins(requirements: Iterable[str]) -> dict[str, str]:
     the closure may be a little larger than what pip installs, which only adds unused pins.
     """
     pins: dict[str, str] = {}
-    pending: list[tuple[str, set[str]]] = [(_requirement_name(r), _requirement_extras(r)) for r in requirements]
+    pending: list[tuple[str, set[str]]] = [_name_and_extras(r) for r in requirements]
     seen: set[tuple[str, frozenset[str]]] = set()
     while pending:
         name, extras = pending.pop()
@@ -197,7 +189,7 @@ def installed_pins(requirements: Iterable[str]) -> dict[str, str]:
             wanted = {_canonical(e) for e in re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)}
             if wanted and not wanted & extras:
                 continue
-            pending.append((_requirement_name(requirement), _requirement_extras(requirement)))
+            pending.append(_name_and_extras(requirement))
     pins.pop(_SELF, None)
     return dict(sorted(pins.items()))
 

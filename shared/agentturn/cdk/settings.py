@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
@@ -282,10 +282,6 @@ class Settings:
     @property
     def uses_cognito(self) -> bool:
         return isinstance(self.auth, CognitoAuth)
-
-    @classmethod
-    def field_names(cls) -> frozenset[str]:
-        return frozenset(f.name for f in fields(cls))
 
 
 def read_requirements(
