@@ -39,11 +39,17 @@ class ExecutionPolicy:
     retention: float | None = 30 * 24 * 3600
     #: also remove submitted values from the UI card once the tool that needed them has completed
     redact_submitted_values: bool = False
+    #: when one model message leaves several decisions to a person: continue once all are answered ("all"),
+    #: or after each answer ("each": an approved call runs at once while the others still wait; the model
+    #: is asked again only when every call of the message has its result)
+    resume_after: Literal["all", "each"] = "all"
 
     def __post_init__(self) -> None:
         for name in ("max_iterations", "max_steps", "max_tool_calls", "context_window"):
             if getattr(self, name) < 0:
                 raise ValueError(f"ExecutionPolicy.{name} must be >= 0")
+        if self.resume_after not in ("all", "each"):
+            raise ValueError(f"ExecutionPolicy.resume_after must be 'all' or 'each', not {self.resume_after!r}")
         for name in ("input_timeout", "retention"):
             value = getattr(self, name)
             if value is not None and value <= 0:

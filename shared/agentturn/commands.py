@@ -7,7 +7,7 @@ import json
 from enum import StrEnum
 from typing import Any, overload
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from agentturn._wire import WireModel
 
@@ -18,6 +18,8 @@ class ResumeKind(StrEnum):
     APPROVE_TOOL = "APPROVE_TOOL"
     REJECT_TOOL = "REJECT_TOOL"
     DECLINE_INPUT = "DECLINE_INPUT"
+    #: a person answers in the tool's place: the tool does not run
+    RESPOND_TOOL = "RESPOND_TOOL"
 
 
 class ResumeCommand(WireModel):
@@ -31,6 +33,12 @@ class ResumeCommand(WireModel):
     content: str | None = None
     data: dict[str, Any] | None = None
     reason: str | None = None
+    #: APPROVE_TOOL with edits: the arguments the tool runs with instead of the model's
+    arguments: dict[str, Any] | None = None
+    #: APPROVE_TOOL: the fingerprint of the arguments the person saw (``Suspension.arguments_fingerprint``)
+    arguments_fingerprint: str | None = None
+    #: RESPOND_TOOL: the person's answer, which the model reads as the tool's result
+    response: JsonValue = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @overload
@@ -65,8 +73,31 @@ class ResumeCommand(WireModel):
         return cls(kind=ResumeKind.DECLINE_INPUT, action_id=action_id, reason=reason)
 
     @classmethod
-    def approve_tool(cls, call_id: str) -> ResumeCommand:
-        return cls(kind=ResumeKind.APPROVE_TOOL, action_id=call_id)
+    def approve_tool(
+        cls, call_id: str, arguments: dict[str, Any] | None = None, *, arguments_fingerprint: str | None = None
+    ) -> ResumeCommand:
+        """Approve the call ``call_id``; with ``arguments``, approve it with those instead of the model's.
+
+        Edited arguments are validated against the tool's parameter schema frozen with the wait (the rules of
+        forms). ``arguments_fingerprint`` binds the approval to the arguments the person saw: if it is not the
+        card's, the approval is refused.
+        """
+        if arguments is not None and not isinstance(arguments, dict):
+            raise TypeError("edited arguments must be a dict")
+        return cls(
+            kind=ResumeKind.APPROVE_TOOL,
+            action_id=call_id,
+            arguments=arguments,
+            arguments_fingerprint=arguments_fingerprint,
+        )
+
+    @classmethod
+    def respond(cls, call_id: str, content: JsonValue) -> ResumeCommand:
+        """Answer in the tool's place: the call ``call_id`` does not run; ``content`` becomes its ToolMessage
+        (marked as written by a person)."""
+        if content is None:
+            raise ValueError("a response needs content")
+        return cls(kind=ResumeKind.RESPOND_TOOL, action_id=call_id, response=content)
 
     @classmethod
     def reject_tool(cls, call_id: str, reason: str | None = None) -> ResumeCommand:
@@ -82,6 +113,13 @@ class ResumeCommand(WireModel):
         """What makes two requests "the same": the answer itself, not who sent it or when."""
         body = {"kind": self.kind.value, "actionId": self.action_id, "content": self.content, "data": self.data}
         body["reason"] = self.reason
+        # Only when present, so that what older versions accepted keeps its fingerprint across a deployment.
+        if self.arguments is not None:
+            body["arguments"] = self.arguments
+        if self.arguments_fingerprint is not None:
+            body["argumentsFingerprint"] = self.arguments_fingerprint
+        if self.response is not None:
+            body["response"] = self.response
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()
 

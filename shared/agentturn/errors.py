@@ -145,6 +145,8 @@ class RefusalReason(StrEnum):
     NOT_SUSPENDABLE = "not_suspendable"
     #: the time to answer has passed
     INPUT_EXPIRED = "input_expired"
+    #: an approval given for other arguments than the card shows (its fingerprint differs)
+    ARGUMENTS_CHANGED = "arguments_changed"
     #: an expiry was applied to a wait that has not expired
     NOT_EXPIRED = "not_expired"
 

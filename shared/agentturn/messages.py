@@ -45,6 +45,9 @@ class ToolMessage(_TimelineFields):
     content: JsonValue
     tool_name: str = ""
     model_visible: Literal[True] = True
+    #: Who wrote the result, when not the tool: ``{"writtenBy": "person"}`` for an answer a person gave in the
+    #: tool's place (``ResumeCommand.respond``).
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
 
 
 ModelMessage = Annotated[UserMessage | AiMessage | ToolMessage, Field(discriminator="type")]
@@ -66,12 +69,15 @@ class ApprovalStatus(StrEnum):
     REJECTED = "REJECTED"
     CANCELLED = "CANCELLED"
     EXPIRED = "EXPIRED"
+    #: a person answered in the tool's place: the tool did not run, their answer is its result
+    RESPONDED = "RESPONDED"
 
 
 class CardAction(StrEnum):
     SUBMIT = "SUBMIT"
     APPROVE = "APPROVE"
     REJECT = "REJECT"
+    RESPOND = "RESPOND"
 
 
 with schema_field_allowed():
@@ -119,13 +125,22 @@ class ApprovalMessage(_TimelineFields):
     type: Literal["agent_approval"] = "agent_approval"
     action_id: str
     tool_name: str
+    #: The arguments as the model proposed them (what the card showed).
     arguments: dict[str, Any] = Field(default_factory=dict)
+    #: sha256 of the canonical JSON of ``arguments``: an approval naming another fingerprint is refused.
+    arguments_fingerprint: str | None = None
     message: str = ""
     status: ApprovalStatus = ApprovalStatus.PENDING
-    actions: list[CardAction] = Field(default_factory=lambda: [CardAction.APPROVE, CardAction.REJECT])
+    actions: list[CardAction] = Field(
+        default_factory=lambda: [CardAction.APPROVE, CardAction.REJECT, CardAction.RESPOND]
+    )
     decided_by: str | None = None
     decided_at: str | None = None
     reason: str | None = None
+    #: Approved with these arguments instead of ``arguments`` (the tool ran with them).
+    edited_arguments: dict[str, Any] | None = None
+    #: RESPONDED: what the person answered in the tool's place (the model saw it as the tool's result).
+    response: JsonValue = None
     model_visible: Literal[False] = False
     version: int = 1
 

@@ -18,6 +18,7 @@ from agentturn.messages import (
 )
 from agentturn.projection import stamp
 from agentturn.state import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus
+from agentturn.suspend import next_runnable_call
 from agentturn.tool_results import (
     Unanswered,
     rejected,
@@ -25,6 +26,7 @@ from agentturn.tool_results import (
     unanswered_approval,
     unanswered_form,
     unanswered_tool_form,
+    written_by_person,
 )
 from agentturn.validation import validate_form_data
 
@@ -139,22 +141,48 @@ def _apply_text(turn: Turn, command: ResumeCommand) -> None:
 
 
 def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, now_iso: str) -> None:
-    if command.kind not in (ResumeKind.APPROVE_TOOL, ResumeKind.REJECT_TOOL):
+    if command.kind not in (ResumeKind.APPROVE_TOOL, ResumeKind.REJECT_TOOL, ResumeKind.RESPOND_TOOL):
         raise InvalidResumeError(
-            f"turn {turn.id!r} waits for a tool approval: use approve_tool or reject_tool",
+            f"turn {turn.id!r} waits for a tool approval: use approve_tool, reject_tool or respond",
             reason=RefusalReason.WRONG_COMMAND,
         )
     _refuse_stale(turn, suspension, command.action_id)
     call_id = suspension.correlation_id
     decided_by = command.metadata.get("submittedBy")
+    if command.arguments_fingerprint is not None and command.arguments_fingerprint != suspension.arguments_fingerprint:
+        raise InvalidResumeError(
+            f"action {call_id!r} of turn {turn.id!r} shows other arguments than the ones this answer was given "
+            f"for (fingerprint {command.arguments_fingerprint!r}, the card's is {suspension.arguments_fingerprint!r})",
+            reason=RefusalReason.ARGUMENTS_CHANGED,
+        )
     if command.kind is ResumeKind.APPROVE_TOOL:
+        edited = _edited_arguments(suspension, command.arguments)
+        update: dict[str, Any] = {"status": ApprovalStatus.APPROVED, "decided_by": decided_by, "decided_at": now_iso}
+        if edited is not None:
+            update["edited_arguments"] = edited
+        _decided_card(turn, suspension, update)
+        state = turn.tool_state(call_id)
+        state.approved = True
+        state.edited_arguments = edited
+        turn.phase = TurnPhase.TOOLS
+        return
+    if command.kind is ResumeKind.RESPOND_TOOL:
         _decided_card(
             turn,
             suspension,
-            {"status": ApprovalStatus.APPROVED, "decided_by": decided_by, "decided_at": now_iso},
+            {
+                "status": ApprovalStatus.RESPONDED,
+                "decided_by": decided_by,
+                "decided_at": now_iso,
+                "response": command.response,
+            },
         )
-        turn.tool_state(call_id).approved = True
-        turn.phase = TurnPhase.TOOLS
+        tool_name = _pop_call(turn, call_id)
+        message = ToolMessage(
+            tool_call_id=call_id, content=command.response, tool_name=tool_name, metadata=written_by_person()
+        )
+        turn.messages.append(stamp(turn, message))
+        turn.phase = _after_call(turn)
         return
     reason = command.reason or "rejected by the user"
     _decided_card(
@@ -173,18 +201,64 @@ def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, 
     turn.phase = _after_call(turn)
 
 
+def _edited_arguments(suspension: Suspension, arguments: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The person's arguments, checked like a form against the tool's parameter schema frozen with the wait;
+    None when there is no edit (none given, or the very arguments the model proposed)."""
+    if arguments is None or arguments == suspension.arguments:
+        return None
+    schema = suspension.parameters_schema
+    if schema is None:
+        # Frozen before edits existed: nobody can say what the tool accepts, so only the shown arguments can run.
+        raise FormValidationError(
+            [{"path": "", "message": "this approval was asked before edits were possible: approve it as shown"}]
+        )
+    errors = validate_form_data(schema, arguments)
+    if errors:
+        raise FormValidationError(errors)
+    return dict(arguments)
+
+
+def _target(turn: Turn, command: ResumeCommand) -> Suspension:
+    """The pending decision ``command`` answers: the one its action id names; else the first (whose rules then
+    refuse the command with the most telling reason: a wrong kind of answer, or a stale or unknown id)."""
+    named = turn.suspension_for(command.action_id) if command.action_id is not None else None
+    if named is not None:
+        return named
+    first = turn.suspension
+    assert first is not None
+    return first
+
+
+def _close(turn: Turn, suspension: Suspension) -> None:
+    """``suspension`` was answered: it leaves the pending decisions, and the turn runs again when nothing else
+    waits, or — frozen policy ``resume_after="each"`` — when the answer left a call to run now."""
+    turn.suspensions = [s for s in turn.suspensions if s.correlation_id != suspension.correlation_id]
+    if not turn.suspensions:
+        turn.status = TurnStatus.RUNNING
+        return
+    if suspension.resume_after == "each" and next_runnable_call(turn) is not None:
+        turn.status = TurnStatus.RUNNING
+        return
+    turn.status = turn.suspensions[0].waiting_status
+    turn.phase = TurnPhase.TOOLS
+
+
 def apply_resume(turn: Turn, command: ResumeCommand, now: float) -> Turn:
-    """A copy of ``turn`` with ``command`` applied, RUNNING; raises without touching ``turn`` if refused."""
+    """A copy of ``turn`` with ``command`` applied; raises without touching ``turn`` if refused.
+
+    The copy is RUNNING once no decision waits any more (or by policy after each answer); while others still
+    wait it stays blocked, holding this answer.
+    """
     if turn.status.is_terminal:
         raise InvalidResumeError(f"turn {turn.id!r} is {turn.status.value}", reason=RefusalReason.TURN_TERMINAL)
-    suspension = turn.suspension
-    if not turn.status.is_blocked or suspension is None:
+    if not turn.status.is_blocked or not turn.suspensions:
         raise InvalidResumeError(
             f"turn {turn.id!r} is {turn.status.value}, not waiting for a person", reason=RefusalReason.NOT_WAITING
         )
     if turn.cancel_requested:
         # Its cancel has not finished yet (the sweeper or a retried cancel finishes it): as good as ended.
         raise InvalidResumeError(f"turn {turn.id!r} is being cancelled", reason=RefusalReason.TURN_TERMINAL)
+    suspension = _target(turn, command)
     if suspension.is_expired(now):
         raise InvalidResumeError(
             f"the wait of turn {turn.id!r} for action {suspension.correlation_id!r} expired",
@@ -198,28 +272,28 @@ def apply_resume(turn: Turn, command: ResumeCommand, now: float) -> Turn:
         _apply_form(resumed, suspension, command, now_iso)
     else:
         _apply_text(resumed, command)
-    resumed.suspension = None
-    resumed.status = TurnStatus.RUNNING
+    _close(resumed, suspension)
     return resumed
 
 
 def expire_wait(turn: Turn, now: float) -> Turn:
-    """A copy of a blocked turn whose wait expired: the pending call gets an "expired" result, RUNNING.
+    """A copy of a blocked turn whose waits (one or several) expired: each expired call gets an "expired"
+    result; the turn is RUNNING unless other decisions still wait.
 
     A plain-text wait has no call to answer, so it cannot continue: the caller ends such a turn.
     """
-    suspension = turn.suspension
-    if not turn.status.is_blocked or suspension is None or not suspension.is_expired(now):
+    expired_waits = [s for s in turn.suspensions if s.is_expired(now)]
+    if not turn.status.is_blocked or not expired_waits:
         raise InvalidResumeError(f"turn {turn.id!r} has no expired wait", reason=RefusalReason.NOT_EXPIRED)
     expired = turn.model_copy(deep=True)
-    if suspension.is_form:
-        _close_unanswered(expired, suspension, "expired", None, {"status": FormStatus.EXPIRED})
-    elif suspension.type is SuspensionType.TOOL_APPROVAL:
-        _close_unanswered(
-            expired, suspension, "expired", None, {"status": ApprovalStatus.EXPIRED, "decided_at": iso(now)}
-        )
-    expired.suspension = None
-    expired.status = TurnStatus.RUNNING
+    for suspension in expired_waits:
+        if suspension.is_form:
+            _close_unanswered(expired, suspension, "expired", None, {"status": FormStatus.EXPIRED})
+        elif suspension.type is SuspensionType.TOOL_APPROVAL:
+            _close_unanswered(
+                expired, suspension, "expired", None, {"status": ApprovalStatus.EXPIRED, "decided_at": iso(now)}
+            )
+        _close(expired, suspension)
     return expired
 
 

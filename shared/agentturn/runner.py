@@ -45,6 +45,9 @@ from agentturn.unreadable import UnreadableAttempt, record_unreadable
 
 __all__ = ["AgentResolver", "Runner", "UnreadableAttempt", "YieldProbe"]
 
+#: Rounds an answer retries when other answers to the same turn are saved first (see ``submit_resume``).
+ANSWER_ROUNDS = 20
+
 #: Kept importable from here under its old name (tests of the id rules import it so).
 _unique_call_ids = unique_call_ids
 
@@ -217,7 +220,7 @@ class Runner:
             if is_replay(turn, command):
                 return turn
             resumed = apply_resume(turn, command, self.clock())
-            waited = turn.suspension
+            waited = turn.suspension_for(command.action_id)
             if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
                 # A model-requested form is complete once submitted: its data lives on only in the tool result.
                 redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
@@ -229,7 +232,9 @@ class Runner:
             self._writer.project(saved)
             return saved
 
-        return retry_on_conflict(turn_id, attempt)
+        # Answers to different cards of one turn race: each round re-reads and applies its answer to what is
+        # stored now, and every round at least one of them is saved, so k answers at once need k rounds.
+        return retry_on_conflict(turn_id, attempt, rounds=ANSWER_ROUNDS)
 
     def resume(self, turn_id: str, command: ResumeCommand) -> Turn:
         """Apply ``command`` and continue the turn in this thread."""

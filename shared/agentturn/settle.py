@@ -9,7 +9,7 @@ from agentturn.conflicts import TryAgain, retry_on_conflict
 from agentturn.events import EventType
 from agentturn.resume import expire_wait
 from agentturn.sequencer import EventSequencer
-from agentturn.state import SuspensionType, Turn, TurnStatus
+from agentturn.state import Suspension, SuspensionType, Turn, TurnStatus
 from agentturn.store import Lease, TurnStore
 from agentturn.turn_run import Run
 from agentturn.turn_writer import TurnWriter
@@ -66,22 +66,34 @@ class Settler:
 
         def attempt() -> Turn:
             turn = self._store.load(turn_id)
-            suspension = turn.suspension
-            if not turn.status.is_blocked or suspension is None:
+            if not turn.status.is_blocked or not turn.suspensions:
                 return turn
             run = Run(turn=turn, agent=None, lease=None)
             if turn.cancel_requested:
                 self._writer.finish(run, TurnStatus.CANCELLED)
                 return run.turn
-            if not expire_waits or not suspension.is_expired(self._clock()):
+            now = self._clock()
+            expired = [s for s in turn.suspensions if s.is_expired(now)]
+            if not expire_waits or not expired:
                 return turn
-            answerable = suspension.is_form or suspension.type is SuspensionType.TOOL_APPROVAL
-            if suspension.on_expiry == "cancel" or not answerable:
+            if any(s.on_expiry == "cancel" or not _answerable(s) for s in expired):
                 self._writer.finish(run, TurnStatus.CANCELLED, "input_expired", "nobody answered in time")
                 return run.turn
-            run.turn = expire_wait(turn, self._clock())
+            run.turn = expire_wait(turn, now)
             self._writer.save(run)
-            self._events.emit(run.turn, EventType.TURN_RESUMED, actionId=suspension.correlation_id, kind="EXPIRED")
+            if run.turn.status.is_runnable:
+                self._events.emit(
+                    run.turn,
+                    EventType.TURN_RESUMED,
+                    actionId=expired[0].correlation_id,
+                    kind="EXPIRED",
+                    actionIds=[s.correlation_id for s in expired],
+                )
             return run.turn
 
         return retry_on_conflict(turn_id, attempt)
+
+
+def _answerable(suspension: Suspension) -> bool:
+    """A form or an approval has a call whose result can say "expired"; a plain-text wait has none."""
+    return suspension.is_form or suspension.type is SuspensionType.TOOL_APPROVAL

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import uuid
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from agentturn._wire import WireModel
 from agentturn.messages import (
@@ -19,7 +21,8 @@ from agentturn.messages import (
 )
 
 #: Bumped whenever the stored shape of Turn changes incompatibly; loaders refuse versions they do not know.
-SCHEMA_VERSION = 1
+#: 2: ``suspensions`` (every pending decision) replaced the single ``suspension``; version 1 still loads.
+SCHEMA_VERSION = 2
 
 
 class TurnStatus(StrEnum):
@@ -74,6 +77,8 @@ class SuspensionType(StrEnum):
 
 
 InputTarget = Literal["MODEL", "TOOL"]
+#: When a turn waiting on several decisions continues: once all are answered, or after each answer.
+ResumeAfter = Literal["all", "each"]
 
 
 class Suspension(WireModel):
@@ -89,6 +94,8 @@ class Suspension(WireModel):
     expires_at: float | None = None
     #: Frozen with the wait: what its expiry does (tell the model, or cancel the turn).
     on_expiry: Literal["return_to_model", "cancel"] = "return_to_model"
+    #: Frozen with the wait: whether answering it resumes the turn while other decisions still wait.
+    resume_after: ResumeAfter = "all"
 
     def is_expired(self, now: float) -> bool:
         return self.expires_at is not None and now >= self.expires_at
@@ -137,6 +144,42 @@ class Suspension(WireModel):
         name = self.metadata.get("toolName")
         return name if isinstance(name, str) else None
 
+    @property
+    def arguments(self) -> dict[str, Any] | None:
+        """For an approval: the arguments of the call as shown to the person (a copy)."""
+        arguments = self.metadata.get("arguments")
+        return copy.deepcopy(arguments) if isinstance(arguments, dict) else None
+
+    @property
+    def arguments_fingerprint(self) -> str | None:
+        """For an approval: the fingerprint of exactly the arguments shown (:func:`arguments_fingerprint`)."""
+        stored = self.metadata.get("argumentsFingerprint")
+        if isinstance(stored, str):
+            return stored
+        # A wait frozen before fingerprints existed: the same function of the same stored arguments.
+        arguments = self.metadata.get("arguments")
+        return arguments_fingerprint(arguments) if isinstance(arguments, dict) else None
+
+    @property
+    def parameters_schema(self) -> dict[str, Any] | None:
+        """For an approval: the tool's parameter schema frozen with the wait (edited arguments obey it)."""
+        schema = self.metadata.get("parametersSchema")
+        return copy.deepcopy(schema) if isinstance(schema, dict) else None
+
+    @property
+    def waiting_status(self) -> TurnStatus:
+        """The status of a turn whose first pending decision is this one."""
+        if self.type is SuspensionType.TOOL_APPROVAL:
+            return TurnStatus.WAITING_FOR_APPROVAL
+        return TurnStatus.WAITING_FOR_USER
+
+
+def arguments_fingerprint(arguments: dict[str, Any]) -> str:
+    """sha256 (hex) of the canonical JSON of ``arguments``: sorted keys, no spaces, UTF-8, as a client
+    can compute it too. An approval that names another fingerprint was given for other arguments."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
 
 class ToolCallState(WireModel):
     """Per logical tool call: what survives suspension and replay."""
@@ -149,6 +192,9 @@ class ToolCallState(WireModel):
     submitted_form_data: dict[str, Any] | None = None
     #: the tool already raised FormRequired once; raising it again after submission is a protocol error
     form_requested: bool = False
+    #: a person approved the call with these arguments instead of the model's; the tool runs with them, and
+    #: its ToolMessage says so (removed when the tool completes)
+    edited_arguments: dict[str, Any] | None = None
 
 
 class TurnErrorInfo(WireModel):
@@ -199,7 +245,8 @@ class Turn(WireModel):
     messages: list[ModelMessage] = Field(default_factory=list)
     pending_tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_states: dict[str, ToolCallState] = Field(default_factory=dict)
-    suspension: Suspension | None = None
+    #: Every decision the turn waits for, in the order of the calls that asked (see :attr:`suspension`).
+    suspensions: list[Suspension] = Field(default_factory=list)
     cards: list[CardMessage] = Field(default_factory=list)
     final_output: str | None = None
     error: TurnErrorInfo | None = None
@@ -220,6 +267,31 @@ class Turn(WireModel):
     retain_until: float | None = None
     #: Set while the turn waits to be tried again after a failure that may pass; cleared by a run that works.
     retry: RetryState | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_suspension(cls, data: Any) -> Any:
+        """A snapshot of schema version 1 (or a caller's ``suspension=...``) held one wait: the list's only one."""
+        if isinstance(data, dict) and "suspension" in data:
+            if "suspensions" in data:
+                raise ValueError("give `suspensions` or `suspension`, not both")
+            data = dict(data)
+            single = data.pop("suspension")
+            data["suspensions"] = [] if single is None else [single]
+        return data
+
+    @property
+    def suspension(self) -> Suspension | None:
+        """The first pending decision (kept for callers that handle one at a time); None when none waits."""
+        return self.suspensions[0] if self.suspensions else None
+
+    @suspension.setter
+    def suspension(self, value: Suspension | None) -> None:
+        self.suspensions = [] if value is None else [value]
+
+    def suspension_for(self, action_id: str | None) -> Suspension | None:
+        """The pending decision ``action_id`` names, if it still waits."""
+        return next((s for s in self.suspensions if s.correlation_id == action_id), None)
 
     def is_due(self, now: float) -> bool:
         """Whether a worker may run the turn now (not inside the backoff of a failed attempt)."""

@@ -84,8 +84,8 @@ class TurnStore(Protocol):
         ...
 
     def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
-        """Blocked turns the sweeper must act on, earliest first: their wait has expired
-        (``suspension.expires_at`` is past) or they carry the cancel flag (see :func:`wait_deadline`)."""
+        """Blocked turns the sweeper must act on, earliest first: a wait has expired (the earliest
+        ``expires_at`` of their pending decisions is past) or they carry the cancel flag (see :func:`wait_deadline`)."""
         ...
 
     def mark_unreadable(
@@ -132,7 +132,8 @@ def wait_deadline(turn: Turn) -> float | None:
         return None
     if turn.cancel_requested:
         return CANCEL_DUE
-    return turn.suspension.expires_at if turn.suspension is not None else None
+    deadlines = [s.expires_at for s in turn.suspensions if s.expires_at is not None]
+    return min(deadlines) if deadlines else None
 
 
 def new_lease_id() -> str:

@@ -1,11 +1,16 @@
 """Stopping a turn to wait for a person: the mirror of :mod:`agentturn.resume`, and pure like it.
 
-Each function changes only the turn it is given (status, suspension, the pending card); saving it and
+Each function changes only the turn it is given (status, suspensions, the pending cards); saving it and
 telling anyone is the caller's business, so the same rules serve a run and a test without a store.
+
+A model message may hold several calls that need a person. Each is *parked* as it is reached (its wait is
+added to ``turn.suspensions``) while the calls that need nobody run; when only parked calls remain, the turn
+*blocks* on all of them at once: every wait gets its card in the same save.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal
 
 from agentturn._clock import iso
@@ -14,7 +19,7 @@ from agentturn.errors import InvalidResumeError, RefusalReason
 from agentturn.forms import FormDefinition
 from agentturn.messages import ApprovalMessage, FormMessage, ToolCall, approval_message_id, form_message_id
 from agentturn.projection import card_sort_key
-from agentturn.state import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus
+from agentturn.state import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus, arguments_fingerprint
 
 #: Who asked for the form: the model (through the control tool) or a business tool (``FormRequired``).
 InputTarget = Literal["MODEL", "TOOL"]
@@ -27,18 +32,21 @@ def wait_terms(turn: Turn, policy: ExecutionPolicy, now: float) -> tuple[str | N
     """
     timeout = turn.input_timeout if turn.input_timeout is not None else policy.input_timeout
     deadline = now + timeout if timeout is not None else None
-    terms: dict[str, Any] = {"on_expiry": policy.on_input_timeout, "expires_at": deadline}
+    terms: dict[str, Any] = {
+        "on_expiry": policy.on_input_timeout,
+        "expires_at": deadline,
+        "resume_after": policy.resume_after,
+    }
     return (iso(deadline) if deadline is not None else None), terms
 
 
-def suspend_for_form(
+def park_for_form(
     turn: Turn, call: ToolCall, form: FormDefinition, target: InputTarget, policy: ExecutionPolicy, now: float
-) -> None:
-    """Make ``turn`` wait for ``form`` on behalf of ``call``, with its pending card."""
-    deadline_iso, terms = wait_terms(turn, policy, now)
-    turn.status = TurnStatus.WAITING_FOR_USER
-    turn.phase = TurnPhase.TOOLS
-    turn.suspension = Suspension(
+) -> Suspension:
+    """Add the wait for ``form`` on behalf of ``call`` to the turn's pending decisions (no card yet: see
+    :func:`block`); the turn runs on with the calls that need no person."""
+    _, terms = wait_terms(turn, policy, now)
+    suspension = Suspension(
         type=SuspensionType.USER_INPUT,
         correlation_id=call.id,
         message=form.description,
@@ -52,48 +60,112 @@ def suspend_for_form(
         },
         **terms,
     )
-    turn.cards.append(
-        FormMessage(
-            message_id=form_message_id(turn.id, call.id),
-            turn_id=turn.id,
-            sort_key=card_sort_key(turn, call.id),
-            action_id=call.id,
-            form_key=form.form_key,
-            description=form.description,
-            schema=form.schema,
-            input_target=target,
-            tool_name=call.name,
-            expires_at=deadline_iso,
-        )
+    turn.suspensions.append(suspension)
+    return suspension
+
+
+def park_for_approval(
+    turn: Turn,
+    call: ToolCall,
+    decision: ToolApprovalDecision,
+    policy: ExecutionPolicy,
+    now: float,
+    parameters: dict[str, Any] | None = None,
+) -> Suspension:
+    """Add the wait for a person's decision on ``call`` to the turn's pending decisions (no card yet).
+
+    The arguments shown are frozen with their fingerprint, and so is the tool's parameter schema
+    (``parameters``): edited arguments are checked against the schema the person was shown, as forms are.
+    """
+    _, terms = wait_terms(turn, policy, now)
+    metadata: dict[str, Any] = {
+        "toolName": call.name,
+        "arguments": dict(call.arguments),
+        "argumentsFingerprint": arguments_fingerprint(dict(call.arguments)),
+    }
+    if parameters is not None:
+        metadata["parametersSchema"] = copy.deepcopy(parameters)
+    suspension = Suspension(
+        type=SuspensionType.TOOL_APPROVAL,
+        correlation_id=call.id,
+        message=decision.message,
+        resume_phase=TurnPhase.TOOLS,
+        metadata=metadata,
+        **terms,
     )
+    turn.suspensions.append(suspension)
+    return suspension
+
+
+def parked_call_ids(turn: Turn) -> set[str]:
+    return {s.correlation_id for s in turn.suspensions}
+
+
+def next_runnable_call(turn: Turn) -> ToolCall | None:
+    """The first pending call that does not wait for a person: the tool step's next call."""
+    parked = parked_call_ids(turn)
+    return next((c for c in turn.pending_tool_calls if c.id not in parked), None)
+
+
+def only_waits_remain(turn: Turn) -> bool:
+    """The turn has decisions pending and nothing it could do without a person."""
+    return bool(turn.suspensions) and next_runnable_call(turn) is None
+
+
+def block(turn: Turn) -> None:
+    """Make ``turn`` wait on all its pending decisions at once: each gets its card (those it has keep it),
+    and the status says what the first waits for."""
+    if not turn.suspensions:
+        raise ValueError(f"turn {turn.id!r} has no pending decision to wait on")
+    for suspension in turn.suspensions:
+        if not any(card.action_id == suspension.correlation_id for card in turn.cards):
+            turn.cards.append(_card(turn, suspension))
+    turn.status = turn.suspensions[0].waiting_status
+    turn.phase = TurnPhase.TOOLS
+
+
+def _card(turn: Turn, suspension: Suspension) -> FormMessage | ApprovalMessage:
+    call_id = suspension.correlation_id
+    if suspension.type is SuspensionType.TOOL_APPROVAL:
+        return ApprovalMessage(
+            message_id=approval_message_id(turn.id, call_id),
+            turn_id=turn.id,
+            sort_key=card_sort_key(turn, call_id),
+            action_id=call_id,
+            tool_name=suspension.tool_name or "",
+            arguments=suspension.arguments or {},
+            arguments_fingerprint=suspension.arguments_fingerprint,
+            message=suspension.message,
+        )
+    target = suspension.input_target or "MODEL"
+    return FormMessage(
+        message_id=form_message_id(turn.id, call_id),
+        turn_id=turn.id,
+        sort_key=card_sort_key(turn, call_id),
+        action_id=call_id,
+        form_key=suspension.form_key or "",
+        description=suspension.message,
+        schema=suspension.metadata.get("schema") or {},
+        input_target=target,
+        tool_name=suspension.tool_name or "",
+        expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
+    )
+
+
+def suspend_for_form(
+    turn: Turn, call: ToolCall, form: FormDefinition, target: InputTarget, policy: ExecutionPolicy, now: float
+) -> None:
+    """Make ``turn`` wait for ``form`` on behalf of ``call`` (and whatever else waits), with its pending card."""
+    park_for_form(turn, call, form, target, policy, now)
+    block(turn)
 
 
 def suspend_for_approval(
     turn: Turn, call: ToolCall, decision: ToolApprovalDecision, policy: ExecutionPolicy, now: float
 ) -> None:
-    """Make ``turn`` wait for a person to approve or reject ``call``, with its pending card."""
-    _, terms = wait_terms(turn, policy, now)
-    turn.status = TurnStatus.WAITING_FOR_APPROVAL
-    turn.phase = TurnPhase.TOOLS
-    turn.suspension = Suspension(
-        type=SuspensionType.TOOL_APPROVAL,
-        correlation_id=call.id,
-        message=decision.message,
-        resume_phase=TurnPhase.TOOLS,
-        metadata={"toolName": call.name, "arguments": dict(call.arguments)},
-        **terms,
-    )
-    turn.cards.append(
-        ApprovalMessage(
-            message_id=approval_message_id(turn.id, call.id),
-            turn_id=turn.id,
-            sort_key=card_sort_key(turn, call.id),
-            action_id=call.id,
-            tool_name=call.name,
-            arguments=dict(call.arguments),
-            message=decision.message,
-        )
-    )
+    """Make ``turn`` wait for a person to approve or reject ``call`` (and whatever else waits), with its card."""
+    park_for_approval(turn, call, decision, policy, now)
+    block(turn)
 
 
 def suspend_for_text(turn: Turn, suspension: Suspension) -> None:

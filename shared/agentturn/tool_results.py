@@ -69,3 +69,21 @@ def unknown_form_key(form_key: Any, allowed: list[str]) -> dict[str, Any]:
         "allowedFormKeys": allowed,
         "message": f"formKey {form_key!r} is not registered; use one of {allowed!r}",
     }
+
+
+def edited(original: dict[str, Any], arguments: dict[str, Any], result: Any) -> dict[str, Any]:
+    """A call a person approved with other arguments than the model proposed: the tool's ``result`` with what
+    was changed, so that the conversation stays truthful about what ran."""
+    return {
+        "status": "edited",
+        "message": "a person changed the arguments of this call before approving it; the tool ran with "
+        "`arguments`, not with `originalArguments`",
+        "originalArguments": original,
+        "arguments": arguments,
+        "result": result,
+    }
+
+
+def written_by_person() -> dict[str, Any]:
+    """``ToolMessage.metadata`` of a result a person wrote in the tool's place (``ResumeCommand.respond``)."""
+    return {"writtenBy": "person"}

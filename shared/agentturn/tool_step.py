@@ -1,12 +1,18 @@
-"""The tool step: the first pending call passes a chain of gates, and the last one runs the tool.
+"""The tool step: the next pending call passes a chain of gates, and the last one runs the tool.
 
-Each gate either settles the call (answers it, suspends the turn, or ends the turn) and says so, or lets
-it through to the next: the control tool, an unknown tool, the approval policy, the tool-call budget.
-Only a call that passes them all is executed.
+Each gate either settles the call (answers it, parks it to wait for a person, or ends the turn) and says
+so, or lets it through to the next: the control tool, an unknown tool, the approval policy, the tool-call
+budget. Only a call that passes them all is executed.
+
+The next call is the first pending one that does not wait for a person: when a model message holds several
+calls, those that need nobody run in order, once each (every result is saved before the next call starts),
+while each call that needs a person is parked with its wait. When only parked calls remain, the turn blocks
+on all of them at once, in the same save as the last result (:func:`agentturn.suspend.block`).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +32,14 @@ from agentturn.registry import AgentRegistry
 from agentturn.sequencer import EventSequencer
 from agentturn.state import Turn, TurnPhase, TurnStatus
 from agentturn.store import TurnStore
-from agentturn.suspend import InputTarget, suspend_for_approval, suspend_for_form
+from agentturn.suspend import (
+    InputTarget,
+    block,
+    next_runnable_call,
+    only_waits_remain,
+    park_for_approval,
+    park_for_form,
+)
 from agentturn.tools import Tool, ToolContext, tool_context
 from agentturn.turn_run import LeaseGone, Run, agent_of, policy_of
 from agentturn.turn_writer import TurnWriter, redact_card
@@ -57,7 +70,13 @@ class ToolStep:
 
     def __call__(self, run: Run) -> None:
         agent = agent_of(run, self._agents)
-        call = run.turn.pending_tool_calls[0]
+        call = next_runnable_call(run.turn)
+        if call is None:
+            # Every pending call waits for a person (a turn resumed after one answer of several, whose
+            # answer left nothing to run): wait on them again.
+            block(run.turn)
+            self._blocked(run, None)
+            return
         if run.turn.step_count >= agent.policy.max_steps:
             self._writer.finish(run, TurnStatus.MAX_STEPS_REACHED, "max_steps", "step limit reached")
             return
@@ -117,9 +136,11 @@ class ToolStep:
             return True
         if decision.verdict is ApprovalVerdict.REQUIRE_APPROVAL:
             self._begin(run.turn, call)
-            suspend_for_approval(run.turn, call, decision, policy_of(run, self._agents), self._clock())
+            park_for_approval(
+                run.turn, call, decision, policy_of(run, self._agents), self._clock(), agent.tools[call.name].parameters
+            )
             self._events.emit(run.turn, EventType.TOOL_APPROVAL_REQUESTED, toolCallId=call.id, toolName=call.name)
-            self._suspended(run, call)
+            self._parked(run, call)
             return True
         return False
 
@@ -142,11 +163,20 @@ class ToolStep:
         turn = run.turn
         state = turn.tool_state(call.id)
         replay = state.submitted_form_data is not None
-        self._events.emit(turn, EventType.TOOL_STARTED, toolCallId=call.id, toolName=call.name, replay=replay)
+        # Approved with edits: the tool runs with the person's arguments, and sees them as its call's.
+        arguments = dict(state.edited_arguments) if state.edited_arguments is not None else dict(call.arguments)
+        self._events.emit(
+            turn,
+            EventType.TOOL_STARTED,
+            toolCallId=call.id,
+            toolName=call.name,
+            replay=replay,
+            edited=state.edited_arguments is not None,
+        )
         context = ToolContext(
             turn_id=turn.id,
             tool_call_id=call.id,
-            tool_call=call.model_copy(deep=True),
+            tool_call=call.model_copy(update={"arguments": arguments}, deep=True),
             submitted_form_data=dict(state.submitted_form_data or {}),
             form_submitted=replay,
             _progress=lambda stage, data: self._events.emit(
@@ -156,7 +186,7 @@ class ToolStep:
         )
         try:
             with tool_context(context), self._leases.heartbeat(run):
-                result = tool.function(dict(call.arguments))
+                result = tool.function(copy.deepcopy(arguments))
         except LeaseGone:
             raise
         except FormRequired as signal:
@@ -206,6 +236,10 @@ class ToolStep:
         turn = run.turn
         turn.pending_tool_calls = [c for c in turn.pending_tool_calls if c.id != call.id]
         state = turn.tool_states.get(call.id)
+        if state is not None and state.edited_arguments is not None:
+            # The model proposed other arguments: its result says a person changed them, and to what.
+            content = tool_results.edited(call.arguments, state.edited_arguments, content)
+            state.edited_arguments = None
         if state is not None and state.submitted_form_data is not None:
             # Invariant 8: the submitted form data lived only for the tool that needed it.
             state.submitted_form_data = None
@@ -214,29 +248,47 @@ class ToolStep:
         turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call.id, content=content, tool_name=call.name)))
         if not turn.pending_tool_calls:
             turn.phase = TurnPhase.MODEL
+        if only_waits_remain(turn):
+            # The last call that needed nobody: the turn waits on the others, in this same save.
+            block(turn)
+            self._blocked(run, call)
+            return
         self._writer.save(run)
         self._events.emit(run.turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name)
 
     def _suspend_for_form(self, run: Run, call: ToolCall, form: FormDefinition, target: InputTarget) -> None:
-        suspend_for_form(run.turn, call, form, target, agent_of(run, self._agents).policy, self._clock())
-        self._suspended(run, call)
+        park_for_form(run.turn, call, form, target, agent_of(run, self._agents).policy, self._clock())
+        self._parked(run, call)
 
-    def _suspended(self, run: Run, call: ToolCall) -> None:
+    def _parked(self, run: Run, call: ToolCall) -> None:
+        """``call`` waits for a person: the turn blocks if nothing else can run, else goes on to the next call."""
+        if only_waits_remain(run.turn):
+            block(run.turn)
+            self._blocked(run, call)
+            return
+        # Saved before the next call starts, so that a crash does not ask the tool (or the policy) again.
+        self._writer.save(run)
+        self._events.emit(run.turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, parked=True)
+
+    def _blocked(self, run: Run, call: ToolCall | None) -> None:
         self._writer.save(run)
         turn = run.turn
-        assert turn.suspension is not None
-        self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, suspended=True)
+        first = turn.suspension
+        assert first is not None
+        if call is not None:
+            self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, suspended=True)
         if turn.cancel_requested:
             # Cancelled while this step ran (the save came back carrying the flag): nobody may answer a
-            # turn that is being cancelled, so it ends now rather than waiting with a live card.
+            # turn that is being cancelled, so it ends now rather than waiting with live cards.
             self._writer.finish(run, TurnStatus.CANCELLED)
             return
         self._events.emit(
             turn,
             EventType.TURN_SUSPENDED,
-            type=turn.suspension.type.value,
-            actionId=turn.suspension.correlation_id,
-            formKey=turn.suspension.metadata.get("formKey"),
+            type=first.type.value,
+            actionId=first.correlation_id,
+            formKey=first.metadata.get("formKey"),
+            actionIds=[s.correlation_id for s in turn.suspensions],
         )
 
 

@@ -59,7 +59,7 @@ def test_approved_call_runs_once_after_approval(backend: Backend) -> None:
     assert refunds == []
     card = backend.memory("conv").get_message(f"{waiting.id}:approval:call-r")
     assert isinstance(card, ApprovalMessage)
-    assert card.status is ApprovalStatus.PENDING and card.actions == ["APPROVE", "REJECT"]
+    assert card.status is ApprovalStatus.PENDING and card.actions == ["APPROVE", "REJECT", "RESPOND"]
     assert card.arguments == {"orderId": "O-1001", "amount": 42.5}
     assert EventType.TOOL_APPROVAL_REQUESTED in [e.type for e in backend.events]
 

@@ -181,7 +181,7 @@ def test_unknown_form_key_is_an_error_tool_message_not_a_dead_turn(backend: Back
     assert not [m for m in backend.memory("conv-1").get_messages() if isinstance(m, FormMessage)]
 
 
-def test_form_then_other_tool_in_one_message_stops_at_the_form_then_runs_the_rest(backend: Backend) -> None:
+def test_form_and_other_tool_in_one_message_the_tool_runs_while_the_form_waits(backend: Backend) -> None:
     # GIVEN a model that asks for a form and calls a lookup tool in the same message
     lookups: list[str] = []
 
@@ -205,21 +205,21 @@ def test_form_then_other_tool_in_one_message_stops_at_the_form_then_runs_the_res
     )
     runner = backend.runner([agent])
 
-    # WHEN the turn runs, it stops at the first call that needs a person
+    # WHEN the turn runs, the call that needs nobody runs, and the turn waits for the form
     waiting = runner.run(agent, "conv-1", "book")
     assert waiting.status is TurnStatus.WAITING_FOR_USER
-    assert [c.id for c in waiting.pending_tool_calls] == ["call-form", "call-lookup"]
-    assert lookups == []
+    assert [c.id for c in waiting.pending_tool_calls] == ["call-form"]
+    assert lookups == ["called"]
 
-    # THEN after the submission it continues with the remaining call, in order, before asking the model
+    # THEN after the submission the model sees both results, and the lookup did not run again
     done = runner.resume(waiting.id, ResumeCommand.user_input("call-form", MEETING_DATA))
     assert lookups == ["called"]
     assert done.status is TurnStatus.COMPLETED
-    assert [m.tool_call_id for m in done.messages if isinstance(m, ToolMessage)] == ["call-form", "call-lookup"]
+    assert [m.tool_call_id for m in done.messages if isinstance(m, ToolMessage)] == ["call-lookup", "call-form"]
     assert done.final_output == "saw 2 results"
 
 
-def test_two_forms_in_one_message_get_a_card_each_one_at_a_time(backend: Backend) -> None:
+def test_two_forms_in_one_message_get_a_card_each_at_once(backend: Backend) -> None:
     # GIVEN a model asking for two forms at once
     def model(request: ChatRequest) -> AiMessage:
         if isinstance(request.messages[-1], ToolMessage):
@@ -237,13 +237,17 @@ def test_two_forms_in_one_message_get_a_card_each_one_at_a_time(backend: Backend
     )
     runner = backend.runner([agent])
 
-    # WHEN the first form is submitted
+    # WHEN the turn runs, both forms wait at once, each with its card
     first = runner.run(agent, "conv-1", "both please")
+    assert [s.correlation_id for s in first.suspensions] == ["call-a", "call-b"]
     assert first.suspension is not None and first.suspension.correlation_id == "call-a"
+    pending = [m for m in backend.memory("conv-1").get_messages() if isinstance(m, FormMessage)]
+    assert [(c.action_id, c.status) for c in pending] == [("call-a", "PENDING"), ("call-b", "PENDING")]
     second = runner.resume(first.id, ResumeCommand.user_input("call-a", MEETING_DATA))
 
-    # THEN the turn waits again, now for the second form, with its own card
+    # THEN after the first answer the turn still waits, now for the second form only
     assert second.status is TurnStatus.WAITING_FOR_USER
+    assert [s.correlation_id for s in second.suspensions] == ["call-b"]
     assert second.suspension is not None and second.suspension.correlation_id == "call-b"
     assert second.suspension.metadata["formKey"] == "support_ticket_details"
     # ... and the first action id no longer resumes anything

@@ -70,7 +70,7 @@ def test_a_snapshot_from_a_newer_schema_is_refused() -> None:
     # GIVEN a snapshot written by a newer release WHEN this code reads it THEN it refuses instead of guessing
     store = InMemoryTurnStore()
     newer = Turn(id="t", conversation_id="c", agent_id="a", agent_version="1", schema_version=SCHEMA_VERSION + 1)
-    with pytest.raises(ValueError, match="schemaVersion 2"):
+    with pytest.raises(ValueError, match=f"schemaVersion {SCHEMA_VERSION + 1}"):
         store.create(newer)
 
 

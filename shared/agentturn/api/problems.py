@@ -252,6 +252,7 @@ _RESUME_CONFLICTS: Final[Mapping[RefusalReason, tuple[str, str]]] = {
     RefusalReason.WRONG_COMMAND: ("wrong-action-kind", "Wrong kind of answer for this action"),
     RefusalReason.NOT_SUSPENDABLE: ("turn-not-waiting", "Turn is not waiting for a person"),
     RefusalReason.INPUT_EXPIRED: ("input-expired", "The time to answer has passed"),
+    RefusalReason.ARGUMENTS_CHANGED: ("arguments-changed", "The approval names other arguments than the card"),
 }
 
 
