@@ -71,7 +71,33 @@ class DeclineRequest(ApiModel):
 
 
 class ApproveRequest(ApiModel):
-    """No fields today; an empty body or ``{}``."""
+    """An empty body or ``{}`` approves the call as shown; ``arguments`` approves it with edits."""
+
+    arguments: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="Run the tool with these arguments instead of the model's; validated against the tool's "
+        "parameter schema (`parametersSchema` of the pending action), with the rules of forms.",
+    )
+    arguments_fingerprint: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="The `argumentsFingerprint` of the card the person saw: if the card's arguments are not "
+        "those, the approval is refused (409). Without it, the action id alone names the call.",
+    )
+
+
+class RespondRequest(ApiModel):
+    """Answer in the tool's place: the tool does not run; ``content`` is its result for the model."""
+
+    content: JsonValue = Field(description="Any JSON value but null; the model reads it as the tool's result.")
+
+    @field_validator("content")
+    @classmethod
+    def _not_null(cls, value: JsonValue) -> JsonValue:
+        if value is None:
+            raise ValueError("content must not be null")
+        return value
 
 
 class RejectRequest(ApiModel):
@@ -97,6 +123,10 @@ with schema_field_allowed():
         input_target: Literal["MODEL", "TOOL"] | None = None
         #: For approvals: the arguments of the tool call waiting for a decision.
         arguments: dict[str, Any] | None = None
+        #: For approvals: sha256 (hex) of the canonical JSON of ``arguments``; send it back with the approval.
+        arguments_fingerprint: str | None = None
+        #: For approvals: the tool's parameter schema (frozen with the wait), to edit the arguments against.
+        parameters_schema: dict[str, Any] | None = None
         #: ISO-8601 UTC time after which the wait can no longer be answered, when the turn has an input timeout.
         expires_at: str | None = None
 
@@ -138,7 +168,10 @@ class TurnView(ApiModel):
     agent_version: str
     status: TurnStatus
     phase: TurnPhase
+    #: The first of ``pendingActions`` (for clients that handle one decision at a time).
     suspension: SuspensionView | None
+    #: Every decision the turn waits for, in the order of the model's calls; each is answered on its own.
+    pending_actions: list[SuspensionView] = Field(default_factory=list)
     pending_tool_calls: list[ToolCallView]
     final_output: str | None
     error: TurnErrorView | None

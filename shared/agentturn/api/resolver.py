@@ -35,6 +35,7 @@ from agentturn.api.models import (
     MessagesView,
     Problem,
     RejectRequest,
+    RespondRequest,
     StartTurnRequest,
     SubmitFormRequest,
     TurnView,
@@ -357,11 +358,28 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             reason = body.reason if body is not None else None
             return answer(turn_id, action_id, lambda aid: ResumeCommand.decline_input(aid, reason))
 
-        @answer_route("approveToolCall", "Approve the tool call an approval card waits for")
+        @answer_route(
+            "approveToolCall",
+            "Approve the tool call an approval card waits for, as shown or with edited arguments",
+        )
         def approve(
             turn_id: _TURN_ID_PARAM, action_id: _ACTION_ID_PARAM, body: Annotated[ApproveRequest | None, Body()] = None
         ) -> Response[str]:
-            return answer(turn_id, action_id, ResumeCommand.approve_tool)
+            arguments = dict(body.arguments) if body is not None and body.arguments is not None else None
+            fingerprint = body.arguments_fingerprint if body is not None else None
+            return answer(
+                turn_id,
+                action_id,
+                lambda aid: ResumeCommand.approve_tool(aid, arguments, arguments_fingerprint=fingerprint),
+            )
+
+        @answer_route(
+            "respondToToolCall",
+            "Answer in the place of the tool an approval card waits for: the tool does not run, the answer is "
+            "its result (marked as written by a person)",
+        )
+        def respond(turn_id: _TURN_ID_PARAM, action_id: _ACTION_ID_PARAM, body: RespondRequest) -> Response[str]:
+            return answer(turn_id, action_id, lambda aid: ResumeCommand.respond(aid, body.content))
 
         @answer_route("rejectToolCall", "Reject the tool call an approval card waits for (the model is told why)")
         def reject(

@@ -78,6 +78,9 @@ ROUTES: Final = (
     RouteSpec(
         "POST", "/turns/{turnId}/actions/{actionId}/reject", RouteGroup.ACTIONS, "rejectToolCall", idempotent=True
     ),
+    RouteSpec(
+        "POST", "/turns/{turnId}/actions/{actionId}/respond", RouteGroup.ACTIONS, "respondToToolCall", idempotent=True
+    ),
     RouteSpec("POST", "/turns/{turnId}/cancel", RouteGroup.ACTIONS, "cancelTurn", idempotent=True),
     RouteSpec("GET", "/openapi.json", RouteGroup.DOCS, "getOpenApi", public=True),
 )

@@ -30,6 +30,8 @@ def suspension_view(suspension: Suspension) -> SuspensionView:
         tool_name=meta.get("toolName"),
         input_target=target if target in ("MODEL", "TOOL") else None,
         arguments=arguments if isinstance(arguments, dict) else None,
+        arguments_fingerprint=suspension.arguments_fingerprint,
+        parameters_schema=suspension.parameters_schema,
         expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
     )
 
@@ -43,6 +45,7 @@ def turn_view(turn: Turn) -> TurnView:
         status=turn.status,
         phase=turn.phase,
         suspension=suspension_view(turn.suspension) if turn.suspension is not None else None,
+        pending_actions=[suspension_view(s) for s in turn.suspensions],
         pending_tool_calls=[
             ToolCallView(id=c.id, name=c.name, arguments=dict(c.arguments)) for c in turn.pending_tool_calls
         ],
