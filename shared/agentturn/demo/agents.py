@@ -5,7 +5,9 @@
 - support-agent: ``create_support_ticket`` raises ``FormRequired`` when the affected system and impact are
   unknown, and is replayed with the submitted data (entry point 2).
 - refund-agent: ``issue_refund`` needs a person's approval before it runs.
-- assistant: all of the above, routed by what the user asks for.
+- assistant: all of the above, routed by what the user asks for; asked to do several things "at once", it
+  makes one message with four calls that each need a person (two refunds to approve, the meeting form it asks
+  for, the ticket whose tool asks for its form), answered card by card.
 
 The demo model is a pure function of the conversation so far, so any process resuming a turn gets the
 same next answer. It is clearly not an LLM and says so.
@@ -144,13 +146,43 @@ def _after_tool(request: ChatRequest, message: ToolMessage) -> AiMessage:
     return _say(f"Done ({sorted(tools)}).")
 
 
+#: What the assistant asks for in one message when told to do several things "at once".
+BATCH_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("issue_refund", {"orderId": "O-1001", "amount": 42.5}),
+    ("issue_refund", {"orderId": "O-1002", "amount": 10}),
+    (REQUEST_USER_INPUT, {"formKey": "meeting_room_booking"}),
+    ("create_support_ticket", {"title": "登录故障 (login failure)", "priority": "HIGH"}),
+)
+
+
+def _batch(request: ChatRequest) -> AiMessage:
+    number = sum(1 for m in request.messages if isinstance(m, AiMessage)) + 1
+    calls = [
+        ToolCall(id=f"call-{number}-{index}", name=name, arguments=dict(arguments))
+        for index, (name, arguments) in enumerate(BATCH_CALLS, start=1)
+    ]
+    return AiMessage(content="", tool_calls=calls)
+
+
+def _after_batch(request: ChatRequest, batch: AiMessage) -> AiMessage:
+    ids = {call.id for call in batch.tool_calls}
+    results = {m.tool_call_id: _content(m) for m in request.messages if isinstance(m, ToolMessage)}
+    lines = [f"{call.name}: {results.get(call.id, {}).get('status', 'done')}" for call in batch.tool_calls]
+    return _say(f"All {len(ids)} requests answered — " + "; ".join(lines) + ".")
+
+
 def demo_model(request: ChatRequest) -> AiMessage:
     """The scripted demo model: a function of the conversation so far."""
     last = request.messages[-1] if request.messages else None
+    asked = [m for m in request.messages if isinstance(m, AiMessage)]
+    if isinstance(last, ToolMessage) and asked and len(asked[-1].tool_calls) > 1:
+        return _after_batch(request, asked[-1])
     if isinstance(last, ToolMessage):
         return _after_tool(request, last)
     text = _last_user_text(request)
     tools = {tool.name for tool in request.tools}
+    if "at once" in text and {name for name, _ in BATCH_CALLS} <= tools:
+        return _batch(request)
     if ("ticket" in text or "工单" in text or "incident" in text) and "create_support_ticket" in tools:
         priority = "HIGH" if ("high" in text or "高" in text or "urgent" in text) else "NORMAL"
         title = "登录故障 (login failure)" if ("login" in text or "登录" in text) else "故障 (incident)"
