@@ -154,3 +154,100 @@ def test_same_key_different_body_is_refused_and_changes_nothing(ddb_stack: Stack
     assert {a.json["type"].rsplit("/", 1)[-1] for a in answers} == {"idempotency-key-reused"}
     assert ddb_stack.stored(turn_id) == before
     record("submit race, key reused with another body", submits=SUBMITTERS, refused_422=SUBMITTERS, changed=0)
+
+
+BATCH_MEETING = {"topic": "Incident review", "date": "2026-12-02", "startTime": "10:30", "attendees": 6}
+BATCH_ROUNDS = 5
+
+
+def _answer_event(turn_id: str, pending: dict[str, Any], key: str) -> dict[str, Any]:
+    """The answer a person gives to one card of the demo batch, through that card's own route."""
+    from tests.functional.harness import http_event
+
+    action = pending["actionId"]
+    if pending["type"] == "TOOL_APPROVAL":
+        body: dict[str, Any] = {"argumentsFingerprint": pending["argumentsFingerprint"]}
+        return http_event(
+            "http_approve.json",
+            path=f"/turns/{turn_id}/actions/{action}/approve",
+            body=body,
+            headers={"idempotency-key": key},
+        )
+    data = VALID_TICKET if pending["inputTarget"] == "TOOL" else BATCH_MEETING
+    return Stack.submit_event(turn_id, action, {"data": data}, key)
+
+
+def test_answers_to_different_cards_of_one_turn_race_and_all_are_kept(
+    ddb_stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import agentturn.runner
+    from agentturn.errors import VersionConflictError
+    from tests.functional.harness import http_event
+
+    # Counted, to show the answers really collided (each lost write is decided again on what is stored).
+    lost_writes = Counter[str]()
+    save = ddb_stack.store.save
+
+    def counting_save(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return save(*args, **kwargs)
+        except VersionConflictError:
+            lost_writes["conflicts"] += 1
+            raise
+
+    monkeypatch.setattr(ddb_stack.store, "save", counting_save)
+    assert agentturn.runner.ANSWER_ROUNDS >= 4
+
+    for round_ in range(BATCH_ROUNDS):
+        # GIVEN a turn waiting on four decisions at once (two approvals, a model's form, a tool's form)
+        conversation = f"race-batch-{round_}"
+        started = ddb_stack.run(
+            http_event(
+                "http_start_turn.json",
+                path=f"/conversations/{conversation}/turns",
+                body={"input": "do these at once", "agentId": "assistant"},
+            )
+        )
+        assert started.status == 200, started.body
+        view = started.json
+        turn_id, pending = view["turnId"], view["pendingActions"]
+        assert len(pending) == 4
+        events = [_answer_event(turn_id, p, f"batch-{round_}-{n}") for n, p in enumerate(pending)]
+
+        # WHEN the four answers, one per card, are sent by four threads released together
+        barrier = threading.Barrier(len(events))
+
+        def send(event: dict[str, Any], barrier: threading.Barrier = barrier) -> HttpResponse:
+            barrier.wait()
+            return ddb_stack.submit(event)
+
+        with ThreadPoolExecutor(max_workers=len(events)) as pool:
+            answers = list(pool.map(send, events))
+
+        # THEN every answer is accepted, every one is kept in the snapshot, and the turn was handed on once
+        assert [a.status for a in answers] == [202] * 4, [a.body for a in answers]
+        stored = ddb_stack.store.load(turn_id)
+        assert sorted(stored.accepted_requests) == sorted(f"batch-{round_}-{n}" for n in range(4))
+        assert stored.suspensions == [] and stored.status is TurnStatus.RUNNING
+        assert sorted(c.status.value for c in stored.cards) == ["APPROVED", "APPROVED", "SUBMITTED", "SUBMITTED"]
+        outcomes = _work_every_message(ddb_stack)
+        assert outcomes[WorkOutcome.ADVANCED] == 1, outcomes
+        done = ddb_stack.store.load(turn_id)
+        assert done.status is TurnStatus.COMPLETED, done.error
+        # AND each side effect happened once: two refunds and the ticket
+        mine = {k: v for k, v in ddb_stack.ledger.attempts.items() if k.startswith(turn_id)}
+        assert sorted(mine) == [f"{turn_id}:call-1-1", f"{turn_id}:call-1-2", f"{turn_id}:call-1-4"]
+        assert set(mine.values()) == {1}
+        ids = _timeline_ids(ddb_stack, conversation)
+        assert len(ids) == len(set(ids))
+    # The answers did collide: some writes lost to another card's answer and were decided again, not refused.
+    assert lost_writes["conflicts"] > 0, lost_writes
+    record(
+        "answer race, four cards of one turn",
+        rounds=BATCH_ROUNDS,
+        answers_kept=4 * BATCH_ROUNDS,
+        resumes=BATCH_ROUNDS,
+        writes_lost_and_decided_again=lost_writes["conflicts"],
+    )
