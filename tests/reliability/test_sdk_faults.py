@@ -10,7 +10,8 @@ production does: the client retries a 5xx with the same Idempotency-Key (and loo
 starting another), SQS redelivers what the worker failed, the sweeper ticks when nothing is in flight.
 
 Flows: the tool-requested form (support ticket), the model-requested form (meeting room), cancel, decline,
-approval (refund) and expiry (a wait nobody answers). For every seed:
+approval (refund), expiry (a wait nobody answers) and a mixed batch (one model message whose four calls each
+need a person: two approvals, a form the model asks for, a form a tool asks for; every card answered). For every seed:
 
 * 0 lost: every answer the client got a 2xx for is applied; the turn ends as a fault-free run ends;
 * 0 unreadable: every turn loads, GET /turns/{id} and GET .../messages answer 200, the timeline converges;
@@ -67,8 +68,8 @@ ROUNDS: Final = 40
 INPUT_TIMEOUT: Final = 300.0
 GROUP: Final = "sdk fault seeds"
 
-Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry"]
-FLOWS: Final[tuple[Flow, ...]] = ("form_tool", "form_model", "cancel", "decline", "approval", "expiry")
+Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed"]
+FLOWS: Final[tuple[Flow, ...]] = ("form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed")
 MEETING: Final = {"topic": "Incident review", "date": "2026-12-02", "startTime": "10:30", "attendees": 6}
 _INPUTS: Final[dict[Flow, tuple[str, str]]] = {
     "form_tool": ("support-agent", "create a high priority login incident ticket"),
@@ -77,6 +78,8 @@ _INPUTS: Final[dict[Flow, tuple[str, str]]] = {
     "decline": ("support-agent", "create a high priority login incident ticket"),
     "approval": ("refund-agent", "refund order O-1001"),
     "expiry": ("support-timeout", "create a high priority login incident ticket"),
+    # One message, four cards: two refunds to approve, the meeting form, the ticket tool's form.
+    "mixed": ("assistant", "do these at once please"),
 }
 SUB: Final = "8f5e1c2a-7d3b-4a6e-9c1f-2b7d4e6a8c10"
 
@@ -214,6 +217,9 @@ class World:
         if self.flow == "expiry":
             self.acted = True  # nobody answers: the wait runs out while the sweeper ticks
             return
+        if self.flow == "mixed":
+            self._answer_every_card(turn)
+            return
         suspension = turn.suspension
         assert suspension is not None
         action = suspension.correlation_id
@@ -239,6 +245,27 @@ class World:
         assert answer is not None, f"{self.where}: the {self.flow} answer got only 5xx"
         assert answer.status == 202, f"{self.where}: {self.flow} answered {answer.status}: {answer.body}"
         self.accepted.append(key)
+        self.acted = True
+
+    def _answer_every_card(self, turn: Turn) -> None:
+        """The mixed batch: each pending card answered through its own route, one after the other."""
+        assert len(turn.suspensions) == 4, f"{self.where}: {turn.suspensions}"
+        for suspension in turn.suspensions:
+            action = suspension.correlation_id
+            key = f"client-{turn.id}-{action}-mixed"
+            path = f"/turns/{turn.id}/actions/{action}"
+            if suspension.form_key is None:
+                body = {"argumentsFingerprint": suspension.arguments_fingerprint}
+                event = http_event(
+                    "http_approve.json", path=f"{path}/approve", body=body, sub=SUB, headers={"idempotency-key": key}
+                )
+            else:
+                data = VALID_TICKET if suspension.input_target == "TOOL" else MEETING
+                event = Stack.submit_event(turn.id, action, {"data": data}, key, sub=SUB)
+            answer = self._retrying("submit", event)
+            assert answer is not None, f"{self.where}: the answer to {action} got only 5xx"
+            assert answer.status == 202, f"{self.where}: {action} answered {answer.status}: {answer.body}"
+            self.accepted.append(key)
         self.acted = True
 
     # ------------------------------------------------------------------ the platform
