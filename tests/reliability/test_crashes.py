@@ -6,6 +6,10 @@ For every seed: no turn is lost (all terminal within the bound), no transition i
 history equals a fault-free run's), the ticket is created once (ledger keyed by ``ToolContext.idempotency_key``),
 and the timeline, re-projected from the snapshot, equals it.
 
+A second flow, the mixed batch, runs the same plans over one model message whose four calls each need a
+person (two refunds to approve, a form the model asks for, a ticket whose tool asks for its form): every card
+is answered through its own route (``AGENTTURN_CRASH_SEEDS_MIXED``, default 40; 10 on DynamoDB Local).
+
 Seeds: ``AGENTTURN_CRASH_SEEDS`` (default 200; ``AGENTTURN_CRASH_SEEDS=1000`` is the long mode, whose extra
 seeds carry the ``slow`` marker). The same plans also run on the DynamoDB adapters over DynamoDB Local
 (``AGENTTURN_CRASH_SEEDS_DYNAMODB``, default 20). One seed: ``AGENTTURN_CRASH_SEED=17`` or ``-k "seed_17]"``
@@ -30,10 +34,10 @@ from agentturn.api.sweeper import sweep
 from agentturn.api.telemetry import NullTelemetry
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.memory import ChatMemoryProvider
-from agentturn.messages import FormMessage, ToolMessage
+from agentturn.messages import ApprovalMessage, FormMessage, ToolMessage, approval_message_id, form_message_id
 from agentturn.projection import project
 from agentturn.queue import InMemoryResumeQueue, ResumeMessage
-from agentturn.state import Turn
+from agentturn.state import Suspension, SuspensionType, Turn
 from tests.functional.harness import DEFAULT_SUB, HttpResponse, http_event
 from tests.reliability.faults import FaultPlan, FaultyQueue, FaultyStore, InjectedFault, faulty_memory
 from tests.reliability.figures import FIGURES, record
@@ -45,6 +49,11 @@ SEEDS = int(os.environ.get("AGENTTURN_CRASH_SEEDS", str(DEFAULT_SEEDS)))
 ONLY = os.environ.get("AGENTTURN_CRASH_SEED")
 ROUNDS = 80
 CONVERSATION = "crash-conv"
+MEETING = {"topic": "Incident review", "date": "2026-12-02", "startTime": "10:30", "attendees": 6}
+_FLOW_INPUTS: dict[str, dict[str, str]] = {
+    "ticket": {"input": TICKET_INPUT, "agentId": "support-agent"},
+    "mixed": {"input": "do these at once please", "agentId": "assistant"},
+}
 #: Every boundary the flow crosses, each failed before and after the write.
 BOUNDARIES = (
     "store.create", "store.save", "store.claim", "store.renew", "store.release",
@@ -76,6 +85,8 @@ class World:
     sweeps: int = 0
     messages_path: str = f"/conversations/{CONVERSATION}/messages"
     form_not_in_timeline: int = 0
+    #: "ticket" (the support ticket's form) or "mixed" (the demo assistant's batch of four decisions)
+    flow: str = "ticket"
 
     # ------------------------------------------------------------------ the client
 
@@ -89,7 +100,7 @@ class World:
         event = http_event(
             "http_start_turn.json",
             path=f"/conversations/{CONVERSATION}/turns",
-            body={"input": TICKET_INPUT, "agentId": "support-agent"},
+            body=_FLOW_INPUTS[self.flow],
         )
         for _ in range(6):
             answer = self._call(self.stack.run, event)
@@ -103,12 +114,29 @@ class World:
                 return
 
     def submit(self, turn: Turn) -> None:
-        assert turn.suspension is not None
-        action = turn.suspension.correlation_id
-        card = self.timeline(turn.conversation_id).get_message(f"{turn.id}:input:{action}")
+        """Answer every card the turn waits on (one for the ticket flow, four for the mixed batch)."""
+        assert turn.suspensions
+        for suspension in turn.suspensions:
+            self._answer(turn, suspension)
+
+    def _answer(self, turn: Turn, suspension: Suspension) -> None:
+        action = suspension.correlation_id
+        approval = suspension.type is SuspensionType.TOOL_APPROVAL
+        card_id = approval_message_id(turn.id, action) if approval else form_message_id(turn.id, action)
+        card = self.timeline(turn.conversation_id).get_message(card_id)
         if card is None or getattr(card, "status", None) != "PENDING":
             self.form_not_in_timeline += 1  # what the console renders from: the person would not see the form
-        event = Stack.submit_event(turn.id, action, {"data": VALID_TICKET}, f"client-{turn.id}-{action}")
+        key = f"client-{turn.id}-{action}"
+        if approval:
+            event = http_event(
+                "http_approve.json",
+                path=f"/turns/{turn.id}/actions/{action}/approve",
+                body={"argumentsFingerprint": suspension.arguments_fingerprint},
+                headers={"idempotency-key": key},
+            )
+        else:
+            data = VALID_TICKET if suspension.input_target == "TOOL" else MEETING
+            event = Stack.submit_event(turn.id, action, {"data": data}, key)
         for _ in range(6):
             answer = self._call(self.stack.submit, event)
             if answer is None or answer.status >= 500:
@@ -142,7 +170,7 @@ class World:
             if turns and all(t.status.is_terminal for t in turns) and not inflight:
                 return
             for turn in turns:
-                if turn.status is TurnStatus.WAITING_FOR_USER:
+                if turn.status.is_blocked:
                     self.submit(turn)
             inflight += self.queue.drain()
             if inflight:
@@ -169,7 +197,13 @@ def _turn_ids(store: TurnStore) -> list[str]:
 Adapters = tuple[TurnStore, ChatMemoryProvider]
 
 
-def _world(seed: int, *, faults: bool = True, adapters: Callable[[FakeClock], Adapters] | None = None) -> World:
+def _world(
+    seed: int,
+    *,
+    faults: bool = True,
+    adapters: Callable[[FakeClock], Adapters] | None = None,
+    flow: str = "ticket",
+) -> World:
     clock = FakeClock()
     inner, timeline = adapters(clock) if adapters else (InMemoryTurnStore(clock=clock), InMemoryChatMemory())
     queue = InMemoryResumeQueue()
@@ -178,10 +212,10 @@ def _world(seed: int, *, faults: bool = True, adapters: Callable[[FakeClock], Ad
         inner, timeline, clock, queue=queue,
         ports=(FaultyStore(inner, plan), faulty_memory(timeline, plan), FaultyQueue(queue, plan)),
     )  # fmt: skip
-    return World(seed, plan, stack, inner, timeline, queue, clock)
+    return World(seed, plan, stack, inner, timeline, queue, clock, flow=flow)
 
 
-_TICKET_ID = re.compile(r"TICKET-[0-9A-F]{8}")
+_TICKET_ID = re.compile(r"(TICKET|REFUND)-[0-9A-F]{8}")
 
 
 def _history(turn: Turn) -> list[tuple[str, str, tuple[str, ...], str]]:
@@ -191,23 +225,29 @@ def _history(turn: Turn) -> list[tuple[str, str, tuple[str, ...], str]]:
             m.type,
             getattr(m, "tool_call_id", "") or "",
             tuple(c.name for c in getattr(m, "tool_calls", [])),
-            _TICKET_ID.sub("TICKET-?", str(getattr(m, "content", ""))).replace(turn.id, "<turn>"),
+            _TICKET_ID.sub(r"\1-?", str(getattr(m, "content", ""))).replace(turn.id, "<turn>"),
         )
         for m in turn.messages
     ]
 
 
-_REFERENCE: dict[str, Any] = {}
+_REFERENCES: dict[str, dict[str, Any]] = {}
 
 
-def _reference() -> dict[str, Any]:
-    if not _REFERENCE:
-        world = _world(-1, faults=False)
+def _reference(flow: str = "ticket") -> dict[str, Any]:
+    if flow not in _REFERENCES:
+        world = _world(-1, faults=False, flow=flow)
         world.run()
         (turn,) = world.turns()
         assert turn.status is TurnStatus.COMPLETED, turn.status
-        _REFERENCE.update(history=_history(turn), cards=[c.status for c in turn.cards], deliveries=world.deliveries)
-    return _REFERENCE
+        _REFERENCES[flow] = {
+            "history": _history(turn),
+            "cards": [c.status for c in turn.cards],
+            "deliveries": world.deliveries,
+            "answers": len(turn.accepted_requests),
+            "side_effects": sorted(key.replace(turn.id, "<turn>") for key in world.stack.ledger.entries),
+        }
+    return _REFERENCES[flow]
 
 
 def _check(world: World) -> dict[str, int]:
@@ -225,13 +265,15 @@ def _check(world: World) -> dict[str, int]:
             # A start the client retried left a turn that never took the conversation: it fails, ran nothing.
             assert orphan.status is TurnStatus.FAILED, f"{where}: {orphan.status}"
             assert len(orphan.messages) <= 1, f"{where}: orphan {orphan.id} ran: {orphan.messages}"
-    reference = _reference()
+    reference = _reference(world.flow)
     assert _history(turn) == reference["history"], f"{where}: the turn's history differs from a fault-free run"
     calls = [m.tool_call_id for m in turn.messages if isinstance(m, ToolMessage)]
     assert len(calls) == len(set(calls)), f"{where}: a tool result was applied twice: {calls}"
-    assert len(turn.accepted_requests) == 1, f"{where}: {turn.accepted_requests}"
+    assert len(turn.accepted_requests) == reference["answers"], f"{where}: {turn.accepted_requests}"
+    assert [c.status for c in turn.cards] == reference["cards"], f"{where}: cards {turn.cards}"
     ledger = world.stack.ledger
-    assert list(ledger.entries) == [f"{turn.id}:call-1"], f"{where}: side effects {ledger.entries}"
+    effects = sorted(key.replace(turn.id, "<turn>") for key in ledger.entries)
+    assert effects == reference["side_effects"], f"{where}: side effects {ledger.entries}"
 
     memory = world.timeline(conversation_key(DEFAULT_SUB, CONVERSATION))
     converged_before = _converged(turn, memory)
@@ -265,7 +307,7 @@ def _divergence(turn: Turn, memory: Any) -> str | None:
     wanted = [m.model_dump(mode="json") for m in turn.messages]
     if [m.model_dump(mode="json") for m in model_visible] != wanted:
         return f"model messages {[m.message_id for m in model_visible]} != {[m.message_id for m in turn.messages]}"
-    cards = {m.message_id: (m.status, m.version) for m in entries if isinstance(m, FormMessage)}
+    cards = {m.message_id: (m.status, m.version) for m in entries if isinstance(m, FormMessage | ApprovalMessage)}
     if cards != {c.message_id: (c.status, c.version) for c in turn.cards}:
         return f"cards {cards} != {[(c.message_id, c.status, c.version) for c in turn.cards]}"
     return None
@@ -374,3 +416,45 @@ class _Patched:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+MIXED_SEEDS = int(os.environ.get("AGENTTURN_CRASH_SEEDS_MIXED", "40"))
+MIXED_SEEDS_DYNAMODB = int(os.environ.get("AGENTTURN_CRASH_SEEDS_MIXED_DYNAMODB", "10"))
+
+
+@pytest.mark.parametrize(
+    "seed", [pytest.param(s, id=f"mixed_seed_{s}") for s in ([int(ONLY)] if ONLY is not None else range(MIXED_SEEDS))]
+)
+def test_crash_at_any_boundary_in_a_mixed_batch(seed: int) -> None:
+    # GIVEN the seeded fault plans, and a turn whose one model message holds four calls that each need a person
+    world = _world(seed, flow="mixed")
+    # WHEN the client answers each of the four cards (retrying 5xx), workers are redelivered what failed, and
+    # the sweeper runs whenever nothing is in flight
+    world.run()
+    # THEN nothing is lost or applied twice: every answer kept, each side effect once, one completed turn whose
+    # history is the fault-free run's, the timeline converging to the snapshot
+    figures = _check(world)
+    record("crash seeds, mixed batch", seeds=1, lost=0, duplicated_transitions=0, duplicate_side_effects=0,
+           faults=figures["faults"], tool_replays=figures["tool_replays"], sweeps=figures["sweeps"])  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "seed",
+    [
+        pytest.param(s, id=f"dynamodb_mixed_seed_{s}")
+        for s in ([int(ONLY)] if ONLY is not None else range(MIXED_SEEDS_DYNAMODB))
+    ],
+)
+def test_crash_at_any_boundary_in_a_mixed_batch_on_dynamodb_local(seed: int, request: pytest.FixtureRequest) -> None:
+    # GIVEN the mixed batch's fault plans around the DynamoDB adapters on DynamoDB Local (fresh tables per seed)
+    from tests.contract.aws_adapters import fresh_dynamodb_adapters
+
+    dynamodb_local, moto = request.getfixturevalue("dynamodb_local"), request.getfixturevalue("moto_server")
+    world = _world(seed, flow="mixed", adapters=lambda clock: fresh_dynamodb_adapters(dynamodb_local, moto, clock))
+    # WHEN the flow is driven to the end
+    world.run()
+    # THEN the same promises hold
+    figures = _check(world)
+    record("crash seeds, mixed batch on DynamoDB Local", seeds=1, lost=0, duplicated_transitions=0,
+           duplicate_side_effects=0, faults=figures["faults"])  # fmt: skip
