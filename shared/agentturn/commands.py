@@ -111,7 +111,12 @@ class ResumeCommand(WireModel):
 
     def fingerprint(self) -> str:
         """What makes two requests "the same": the answer itself, not who sent it or when."""
-        body = {"kind": self.kind.value, "actionId": self.action_id, "content": self.content, "data": self.data}
+        body: dict[str, Any] = {
+            "kind": self.kind.value,
+            "actionId": self.action_id,
+            "content": self.content,
+            "data": self.data,
+        }
         body["reason"] = self.reason
         # Only when present, so that what older versions accepted keeps its fingerprint across a deployment.
         if self.arguments is not None:
