@@ -31,6 +31,8 @@ class EventType(StrEnum):
     TOOL_INPUT_REQUESTED = "TOOL_INPUT_REQUESTED"
     TOOL_APPROVAL_REQUESTED = "TOOL_APPROVAL_REQUESTED"
     TOOL_REJECTED = "TOOL_REJECTED"
+    #: a person's answer to one pending decision was accepted; data: actionId, kind, pending (the action ids
+    #: still waiting: TURN_RESUMED follows when none is left)
     INPUT_SUBMITTED = "INPUT_SUBMITTED"
     PROJECTION_FAILED = "PROJECTION_FAILED"
     #: a model call failed; data: kind, retryable, attempt, maxAttempts, error

@@ -228,7 +228,13 @@ class Runner:
             # A lost write is decided again on what is stored now, so the loser of two submits (or of a
             # submit and a cancel) gets "not pending" rather than a bare conflict.
             saved = self._writer.write(resumed, lease=None)
-            self._events.emit(saved, EventType.TURN_RESUMED, actionId=command.action_id, kind=command.kind.value)
+            pending = [s.correlation_id for s in saved.suspensions]
+            self._events.emit(
+                saved, EventType.INPUT_SUBMITTED, actionId=command.action_id, kind=command.kind.value, pending=pending
+            )
+            if saved.status.is_runnable:
+                # Once per wait: the answer that left nothing to wait for (or, by policy, something to run).
+                self._events.emit(saved, EventType.TURN_RESUMED, actionId=command.action_id, kind=command.kind.value)
             self._writer.project(saved)
             return saved
 

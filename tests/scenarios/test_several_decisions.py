@@ -179,8 +179,16 @@ def test_every_call_that_needs_a_person_gets_its_card_at_once_and_the_rest_runs_
         ("call-form", "SUBMITTED"),
         ("call-ticket", "SUBMITTED"),
     ]
+    # AND four answers were accepted, and the turn resumed once
+    submitted = [e for e in backend.events if e.type is EventType.INPUT_SUBMITTED]
+    assert [list(e.data["pending"]) for e in submitted] == [
+        ["call-r1", "call-r2", "call-form"],
+        ["call-r1", "call-form"],
+        ["call-form"],
+        [],
+    ]
     resumed = [e for e in backend.events if e.type is EventType.TURN_RESUMED]
-    assert len(resumed) == 4
+    assert [e.data["actionId"] for e in resumed] == ["call-form"]
 
 
 def test_an_answered_card_cannot_be_answered_again_while_the_others_wait(backend: Backend) -> None:

@@ -14,11 +14,12 @@ from agentturn.events import Event, EventType
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics
 
-#: What the runtime's lifecycle events count as (TURN_RESUMED fires when a submission is accepted).
+#: What the runtime's lifecycle events count as (INPUT_SUBMITTED fires for every accepted answer; the worker
+#: counts TurnsResumed itself, when it advances a turn).
 EVENT_METRICS: Final = {
     EventType.TURN_STARTED: "TurnsStarted",
     EventType.TURN_SUSPENDED: "TurnsSuspended",
-    EventType.TURN_RESUMED: "TurnsSubmitted",
+    EventType.INPUT_SUBMITTED: "TurnsSubmitted",
     EventType.TURN_COMPLETED: "TurnsCompleted",
     EventType.TURN_FAILED: "TurnsFailed",
     EventType.TURN_CANCELLED: "TurnsCancelled",
