@@ -360,7 +360,13 @@ class AwsCounter:
         return 0.0
 
 
-_SKIPPED_FRAMES: Final = ("/botocore/", "/boto3/", "/bench/_aws_counter.py", "/bench/_ours_side.py")
+_SKIPPED_FRAMES: Final = (
+    "/botocore/",
+    "/boto3/",
+    "/bench/_aws_counter.py",
+    "/bench/_ours_side.py",
+    "/bench/_handler_side.py",
+)
 
 
 def _caller() -> str:

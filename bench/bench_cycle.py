@@ -173,7 +173,7 @@ def stored_bytes(endpoint_url: str, system: System) -> dict[str, Any]:
 
 
 def build_systems(moto: MotoServer, *, with_exit_mode: bool) -> tuple[list[System], dict[str, Any]]:
-    from bench._handler_side import INVOCATIONS_PER_CYCLE, HandlerCycle
+    from bench._handler_side import INVOCATIONS_PER_CYCLE, aws_handler_cycle
     from bench._langgraph_side import LangGraphCycle, build_graph
 
     plain = client("dynamodb", moto.endpoint_url)
@@ -181,7 +181,7 @@ def build_systems(moto: MotoServer, *, with_exit_mode: bool) -> tuple[list[Syste
 
     counter = AwsCounter(accounting_client=plain)
     resources = ours_resources(moto.endpoint_url, AwsCounter(), plain)
-    ours = HandlerCycle(resources, moto.endpoint_url, counter, name="agentturn")
+    ours = aws_handler_cycle(resources, moto.endpoint_url, counter)
     systems.append(
         System(
             "agentturn",
