@@ -114,3 +114,19 @@ def test_tracing_is_on_where_powertools_would_record(environ: dict[str, str], ex
     # GIVEN an environment WHEN asked whether to trace THEN Powertools' own rule decides: switched off, or
     # outside Lambda (no X-Ray daemon listens there), there is nothing to record
     assert tracing_enabled(environ) is expected
+
+
+def test_the_wiring_creates_the_sqs_and_s3_clients_on_their_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentturn.api.wiring import AwsClients, LazyClient
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    # GIVEN the clients a handler's services are built with on its first request
+    clients = AwsClients.default(with_s3=True)
+    sqs, s3 = clients.sqs, clients.s3
+    assert isinstance(sqs, LazyClient) and isinstance(s3, LazyClient)
+    # THEN DynamoDB's exists (every request uses it) and neither SQS's nor S3's has been created yet
+    assert clients.dynamodb.meta.service_model.service_name == "dynamodb"
+    assert not sqs.created and not s3.created
+    # WHEN S3's is first used THEN it is created, the real client of its service, and SQS's still is not
+    assert s3.meta.service_model.service_name == "s3"
+    assert s3.created and not sqs.created
