@@ -366,6 +366,8 @@ _SKIPPED_FRAMES: Final = (
     "/bench/_aws_counter.py",
     "/bench/_ours_side.py",
     "/bench/_handler_side.py",
+    # the wrapper that turns botocore's errors into the core's: every adapter call goes through it
+    "/aws/translate.py",
 )
 
 
