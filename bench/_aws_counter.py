@@ -360,7 +360,15 @@ class AwsCounter:
         return 0.0
 
 
-_SKIPPED_FRAMES: Final = ("/botocore/", "/boto3/", "/bench/_aws_counter.py", "/bench/_ours_side.py")
+_SKIPPED_FRAMES: Final = (
+    "/botocore/",
+    "/boto3/",
+    "/bench/_aws_counter.py",
+    "/bench/_ours_side.py",
+    "/bench/_handler_side.py",
+    # the wrapper that turns botocore's errors into the core's: every adapter call goes through it
+    "/aws/translate.py",
+)
 
 
 def _caller() -> str:

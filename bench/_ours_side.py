@@ -1,11 +1,11 @@
-"""The support-ticket cycle in agentturn, as production runs it.
+"""The support-ticket cycle in agentturn's core, as the handlers call it (no HTTP, no Powertools).
 
-``Runner.run`` (the run Lambda) stops the demo ``support-agent`` when ``create_support_ticket`` raises
-``FormRequired``; ``Runner.submit_resume`` (the submit Lambda) validates and saves the answer, then the
-turn is enqueued; the worker takes the message from the queue, ``Worker.process`` claims the turn, replays
-the tool with the submitted data and lets the model answer. On AWS the queue is SQS: the cycle also makes the
-ReceiveMessage and DeleteMessage that the worker Lambda's event source mapping would make (they are billed
-SQS requests, so they are counted).
+``Runner.run`` (what the run Lambda calls) stops the demo ``support-agent`` when ``create_support_ticket``
+raises ``FormRequired``; ``Runner.submit_resume`` (the submit Lambda) validates and saves the answer, then the
+turn is enqueued with the projection receipt the submit handler passes; the worker takes the message from the
+queue and ``Worker.process`` claims the turn with that receipt (as the worker handler does), replays the tool
+with the submitted data and lets the model answer. Used in memory, for the runtime's own CPU
+(``bench_cpu.py``); the cycle on the emulator goes through the handlers themselves (``_handler_side.py``).
 """
 
 from __future__ import annotations
@@ -27,20 +27,22 @@ from agentturn import (
 from agentturn.chat import ScriptedChatModel
 from agentturn.demo import demo_agents
 from agentturn.memory import ChatMemoryProvider
+from agentturn.projection import is_projected
+from agentturn.queue import ResumeMessage
 from agentturn.store import TurnStore
 
 SUBMITTED_BY = "bench-user"
 
 
 class OursCycle:
-    """One form cycle; ``take`` gets the next turn id from the queue (SQS on AWS, a deque in memory)."""
+    """One form cycle; ``take`` gets the next resume message from the queue."""
 
     def __init__(
         self,
         store: TurnStore,
         memory: ChatMemoryProvider,
         queue: Any,
-        take: Callable[[], str],
+        take: Callable[[], ResumeMessage],
     ) -> None:
         agents = demo_agents()
         self.agent = next(a for a in agents if a.id == "support-agent")
@@ -65,10 +67,11 @@ class OursCycle:
             .with_metadata("submittedBy", SUBMITTED_BY)
         )
         accepted = self.runner.submit_resume(waiting.id, command)
-        self.queue.enqueue(accepted.id, accepted.version)
+        self.queue.enqueue(accepted.id, accepted.version, projected=is_projected(accepted))
         submitted = time.perf_counter()
-        turn_id = self.take()
-        done = self.worker.process(turn_id).turn
+        message = self.take()
+        receipt = message.version if message.projected else None
+        done = self.worker.process(message.turn_id, projected_version=receipt).turn
         assert done is not None and done.status is TurnStatus.COMPLETED, done
         finished = time.perf_counter()
         #: wall seconds of the three stretches: until the form is up, the submit, the resumed run
@@ -80,8 +83,8 @@ class OursCycle:
 def in_memory_cycle() -> OursCycle:
     queue = InMemoryResumeQueue()
 
-    def take() -> str:
+    def take() -> ResumeMessage:
         (message,) = queue.drain()
-        return message.turn_id
+        return message
 
     return OursCycle(InMemoryTurnStore(), InMemoryChatMemory(), queue, take)

@@ -18,14 +18,35 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 README = REPO / "bench" / "README.md"
 START_MARK = "<!-- results:start -->"
 END_MARK = "<!-- results:end -->"
-LABELS = {"agentturn": "agentturn", "langgraph": "LangGraph", "langgraph-exit": 'LangGraph, durability="exit"'}
+LABELS = {
+    "agentturn": "agentturn",
+    "agentturn-handlers": "agentturn, whole handler path",
+    "langgraph": "LangGraph",
+    "langgraph-compressed": "LangGraph, compression on",
+    "langgraph-exit": 'LangGraph, compression on, durability="exit"',
+}
+#: The comparison LangGraph lines of the headline: its default, and its best configuration for cost.
+LANGGRAPH_LINES = ("langgraph", "langgraph-compressed")
+
+#: US East (N. Virginia) list prices in dollars per request or unit, as published in 2026 (no free tier).
+PRICES: dict[str, float] = {
+    "dynamodb_write_unit": 0.625e-6,  # on-demand write request unit
+    "dynamodb_read_unit": 0.125e-6,  # on-demand read request unit
+    "s3_put": 0.005e-3,  # S3 Standard PUT, COPY, POST, LIST
+    "s3_get": 0.0004e-3,  # S3 Standard GET and other reads (DELETE is free)
+    "sqs_request": 0.40e-6,  # standard queue, per request (each 64 KB chunk)
+    "lambda_request": 0.20e-6,  # Lambda invocation (duration not counted)
+    "http_api_request": 1.00e-6,  # API Gateway HTTP API, first 300 million a month
+}
+_S3_FREE: Final = frozenset({"DeleteObject", "DeleteObjects"})
+_S3_READS: Final = frozenset({"GetObject", "HeadObject"})
 
 
 def run_step(name: str, args: list[str], timeout: float) -> None:
@@ -103,39 +124,139 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def headline_table(cycle: dict[str, Any], cpu: dict[str, Any]) -> list[str]:
-    ours, theirs = _points(cycle, "agentturn"), _points(cycle, "langgraph")
-    cpu_ours, cpu_theirs = _cpu_points(cpu, "agentturn"), _cpu_points(cpu, "langgraph")
-    edge = [n for n in (0, 100) if n in ours and n in theirs]
-    header = "| per form cycle | " + " | ".join(f"agentturn @{n} | LangGraph @{n} | ours/LG @{n}" for n in edge) + " |"
-    lines = [header, "|---|" + "---:|" * (3 * len(edge))]
+def cost_per_million(p: dict[str, Any], config: dict[str, Any]) -> dict[str, float]:
+    """Dollars per million cycles at :data:`PRICES`, by what is billed."""
+    s3_ops = p.get("s3_by_operation", {})
+    s3 = sum(
+        n * (PRICES["s3_get"] if op in _S3_READS else PRICES["s3_put"])
+        for op, n in s3_ops.items()
+        if op not in _S3_FREE
+    )
+    cost = {
+        "dynamodb_writes": p["write_units"] * PRICES["dynamodb_write_unit"],
+        "dynamodb_reads": (p.get("read_units") or 0.0) * PRICES["dynamodb_read_unit"],
+        "s3": s3,
+        "sqs": p["sqs_requests"] * PRICES["sqs_request"],
+        "lambda": config.get("lambda_invocations_per_cycle", 0) * PRICES["lambda_request"],
+        "http_api": config.get("http_requests_per_cycle", 0) * PRICES["http_api_request"],
+    }
+    million = {key: value * 1e6 for key, value in cost.items()}
+    million["storage_and_queue"] = (
+        million["dynamodb_writes"] + million["dynamodb_reads"] + million["s3"] + million["sqs"]
+    )
+    million["all_counted"] = million["storage_and_queue"] + million["lambda"] + million["http_api"]
+    return million
 
-    def row(label: str, get: Any, digits: int = 0) -> None:
-        cells = []
-        for n in edge:
-            a, b = get(ours[n], cpu_ours.get(n)), get(theirs[n], cpu_theirs.get(n))
-            cells += [_fmt(a, digits), _fmt(b, digits), _ratio(a, b)]
+
+def _edges(cycle: dict[str, Any]) -> list[int]:
+    ours = _points(cycle, "agentturn")
+    return [n for n in (0, max(ours, default=0)) if n in ours] if ours else []
+
+
+def headline_table(cycle: dict[str, Any], cpu: dict[str, Any], n: int) -> list[str]:
+    """Every figure of one conversation length: agentturn, LangGraph's default and its best, and the ratios."""
+    lines_of = [s for s in LANGGRAPH_LINES if n in _points(cycle, s)]
+    ours = _points(cycle, "agentturn")[n]
+    theirs = [_points(cycle, s)[n] for s in lines_of]
+    config = cycle.get("configuration", {})
+    cpu_ours = _cpu_points(cpu, "agentturn").get(n)
+    cpu_handlers = _cpu_points(cpu, "agentturn-handlers").get(n)
+    cpu_theirs = _cpu_points(cpu, "langgraph").get(n)
+    header = "| per form cycle | agentturn | " + " | ".join(LABELS[s] for s in lines_of) + " | "
+    header += " | ".join(f"ours ÷ {LABELS[s]}" for s in lines_of) + " |"
+    lines = [header, "|---|" + "---:|" * (1 + 2 * len(lines_of))]
+
+    def row(label: str, values: list[float | None], digits: int = 0) -> None:
+        a, rest = values[0], values[1:]
+        cells = [_fmt(v, digits) for v in values] + [_ratio(a, b) for b in rest]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
-    row("DynamoDB requests", lambda p, _: p["dynamodb_requests"])
-    row("DynamoDB write units (computed from item sizes, indexes included)", lambda p, _: p["write_units"])
-    row("DynamoDB read units (computed from item sizes)", lambda p, _: p.get("read_units"), 1)
-    row("bytes written (DynamoDB + S3 request bodies)", lambda p, _: _bytes(p))
-    row("S3 requests", lambda p, _: p["s3_requests"])
-    row("SQS requests", lambda p, _: p["sqs_requests"])
-    row("all AWS requests", lambda p, _: p["dynamodb_requests"] + p["s3_requests"] + p["sqs_requests"])
-    row("wall time on moto, ms (median)", lambda p, _: p["wall_ms_median"], 1)
-    row("… ask → form shown, ms (median)", lambda p, _: p.get("phase_ms_median", {}).get("ask"), 1)
-    row("… submit accepted, ms (median; LangGraph: none)", lambda p, _: p.get("phase_ms_median", {}).get("submit"), 1)
-    row("… resume → answer, ms (median)", lambda p, _: p.get("phase_ms_median", {}).get("resume"), 1)
-    row("benchmark-process CPU on moto, ms (median)", lambda p, _: p["client_cpu_ms_median"], 1)
-    row("emulator CPU, ms (mean)", lambda p, _: p["emulator_cpu_ms_mean"], 1)
-    row(
-        "benchmark-process + emulator CPU, ms (less sensitive to machine load than wall)",
-        lambda p, _: p["client_cpu_ms_median"] + p["emulator_cpu_ms_mean"],
-        1,
+    def each(get: Any, digits: int = 0, label: str = "") -> None:
+        row(
+            label,
+            [get(p, config.get(name, {})) for p, name in zip([ours, *theirs], ["agentturn", *lines_of], strict=True)],
+            digits,
+        )
+
+    each(lambda p, _: p["dynamodb_requests"], label="DynamoDB requests")
+    each(lambda p, _: p["write_units"], label="DynamoDB write units (computed from item sizes, indexes included)")
+    each(lambda p, _: p.get("read_units"), 1, label="DynamoDB read units (computed from item sizes)")
+    each(lambda p, _: _bytes(p), label="bytes written (DynamoDB + S3 request bodies)")
+    each(lambda p, _: p["s3_requests"], label="S3 requests")
+    each(
+        lambda p, _: p["sqs_requests"], label="SQS requests (ours: send, the event source mapping's receive and delete)"
     )
-    row("runtime CPU in memory, ms (median)", lambda _, c: c["cpu_ms_median"] if c else None, 2)
+    each(
+        lambda p, c: c.get("lambda_invocations_per_cycle"), label="Lambda invocations (theirs: if served the same way)"
+    )
+    each(lambda p, c: c.get("http_requests_per_cycle"), label="HTTP requests of the client (ours: start, submit, GET)")
+    each(
+        lambda p, c: cost_per_million(p, c)["storage_and_queue"],
+        2,
+        label="**AWS cost per million cycles, $ (DynamoDB + S3 + SQS requests and capacity)**",
+    )
+    each(
+        lambda p, c: cost_per_million(p, c)["all_counted"],
+        2,
+        label="… with Lambda and HTTP API requests ($; Lambda duration not counted)",
+    )
+    each(lambda p, _: p["wall_ms_median"], 1, label="wall time on moto, ms (median)")
+    each(lambda p, _: p.get("phase_ms_median", {}).get("ask"), 1, label="… ask → form shown, ms (median)")
+    each(
+        lambda p, _: p.get("phase_ms_median", {}).get("submit"),
+        1,
+        label="… submit accepted, ms (median; LangGraph: none)",
+    )
+    each(lambda p, _: p.get("phase_ms_median", {}).get("resume"), 1, label="… resume → answer, ms (median)")
+    each(
+        lambda p, _: p.get("phase_ms_median", {}).get("read"),
+        1,
+        label="… GET of the answer, ms (median; LangGraph: none)",
+    )
+    each(lambda p, _: p["client_cpu_ms_median"], 1, label="benchmark-process CPU on moto, ms (median)")
+    each(lambda p, _: p["emulator_cpu_ms_mean"], 1, label="emulator CPU, ms (mean)")
+    theirs_cpu = cpu_theirs["cpu_ms_median"] if cpu_theirs else None
+    row(
+        "runtime CPU in memory, ms (median; LangGraph on InMemorySaver, no compression setting there)",
+        [cpu_ours["cpu_ms_median"] if cpu_ours else None, *([theirs_cpu] * len(lines_of))],
+        2,
+    )
+    row(
+        "… agentturn's whole handler path in memory (HTTP, Powertools, the GET), ms (median)",
+        [cpu_handlers["cpu_ms_median"] if cpu_handlers else None, *([theirs_cpu] * len(lines_of))],
+        2,
+    )
+    return lines
+
+
+def cost_table(cycle: dict[str, Any]) -> list[str]:
+    config = cycle.get("configuration", {})
+    edges = _edges(cycle)
+    columns = [(system, n) for system in cycle["systems"] for n in edges if n in _points(cycle, system)]
+    lines = [
+        "| $ per million cycles | " + " | ".join(f"{LABELS.get(s, s)} @{n}" for s, n in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    rows = (
+        ("DynamoDB write units", "dynamodb_writes"),
+        ("DynamoDB read units", "dynamodb_reads"),
+        ("S3 requests", "s3"),
+        ("SQS requests", "sqs"),
+        ("**DynamoDB + S3 + SQS**", "storage_and_queue"),
+        ("Lambda invocations", "lambda"),
+        ("API Gateway HTTP API requests", "http_api"),
+        ("**all counted**", "all_counted"),
+    )
+    costs = {(s, n): cost_per_million(_points(cycle, s)[n], config.get(s, {})) for s, n in columns}
+    for label, key in rows:
+        lines.append(f"| {label} | " + " | ".join(f"{costs[c][key]:.2f}" for c in columns) + " |")
+    prices = ", ".join(f"{k} ${v * 1e6:g}/M" for k, v in PRICES.items())
+    lines.append("")
+    lines.append(
+        f"List prices, US East (N. Virginia), no free tier: {prices}. DynamoDB on-demand bills per request unit, so "
+        "its requests are priced through their units. Not counted: storage (GB-month; see what each system keeps "
+        "below), Lambda duration, data transfer, and the SQS polling an idle event source mapping does."
+    )
     return lines
 
 
@@ -194,13 +315,13 @@ def operations_table(cycle: dict[str, Any]) -> list[str]:
     return lines
 
 
-def callers_table(cycle: dict[str, Any], system: str = "agentturn") -> list[str]:
-    """Where our requests come from, in cycle order (accounting cycle at 0 earlier turns)."""
+def callers_table(cycle: dict[str, Any], system: str, n: int) -> list[str]:
+    """Every request of one accounting cycle, in order."""
     points = _points(cycle, system)
-    if 0 not in points:
+    if n not in points:
         return []
     lines = ["| # | request | made by | outcome | write units | read units |", "|---:|---|---|---|---:|---:|"]
-    for index, entry in enumerate(points[0]["trace"], 1):
+    for index, entry in enumerate(points[n]["trace"], 1):
         units = ""
         if "units_table" in entry:
             units = str(entry["units_table"] + entry["units_index"] + entry["units_failed"])
@@ -215,19 +336,44 @@ def callers_table(cycle: dict[str, Any], system: str = "agentturn") -> list[str]
 
 def imports_table(imports: dict[str, Any]) -> list[str]:
     lines = [
-        "| module | `-X importtime` cumulative, ms (median) | interpreter wall − empty interpreter, ms "
-        "| × `import boto3` |",
-        "|---|---:|---:|---:|",
+        "| module | import, ms (`-X importtime` cumulative, median), tracing off | × `import boto3` "
+        "| import with tracing on, ms | × `import boto3` | interpreter wall − empty interpreter, ms (tracing off) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for row in imports["modules"]:
-        ratio = row["ratio_to_boto3"]
         lines.append(
-            f"| `{row['module']}` | {row['importtime_ms']:.0f} | {row['wall_minus_empty_ms']:.0f} | {ratio:.2f} |"
-            if ratio is not None
-            else f"| `{row['module']}` | {row['importtime_ms']:.0f} | — | — |"
+            f"| `{row['module']}` | {row['importtime_ms']:.0f} | {_fmt(row.get('ratio_to_boto3'), 2)} "
+            f"| {_fmt(row.get('importtime_tracing_on_ms'))} | {_fmt(row.get('ratio_tracing_on_to_boto3'), 2)} "
+            f"| {row['wall_minus_empty_ms']:.0f} |"
         )
     if imports.get("missing_handlers"):
         lines.append(f"\nMissing handlers (not measured): {', '.join(imports['missing_handlers'])}")
+    first = imports.get("first_request")
+    if first:
+        lines += [
+            "",
+            "Time to the first answered request of a cold process on the emulator (fresh interpreter: import, client "
+            "creation, the invocation and all its requests; median):",
+            "",
+            "| handler (event) | first answer, ms | of which import, ms | × boto3 import + client + one GetItem "
+            "| answer | modules loaded |",
+            "|---|---:|---:|---:|---|---:|",
+        ]
+        events = {
+            "boto3": "bare `import boto3`, one client, one GetItem",
+            "run": "run (POST /conversations/{id}/turns)",
+            "submit": "submit (POST …/submit)",
+            "worker": "worker (SQS resume message)",
+            "sweeper": "sweeper (EventBridge schedule)",
+            "retention": "retention (stream TTL removal)",
+        }
+        for row in first["rows"]:
+            event = events.get(row["handler"], row["handler"])
+            lines.append(
+                f"| {event} | {row['first_answer_ms']:.0f} | {row['import_ms']:.0f} "
+                f"| {_fmt(row['ratio_to_boto3_first_request'], 2)} | {', '.join(row['statuses'])} "
+                f"| {row['modules_loaded']:.0f} |"
+            )
     return lines
 
 
@@ -263,10 +409,16 @@ def render(results: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
         + f". Whole run: {results['seconds']:.0f} s.",
         "",
-        "### Per form cycle, fresh conversation and after 100 earlier turns",
-        "",
-        *headline_table(cycle, cpu),
-        "",
+        *(
+            line
+            for n in _edges(cycle)
+            for line in (
+                f"### Per form cycle, {'fresh conversation' if n == 0 else f'after {n} earlier turns'}",
+                "",
+                *headline_table(cycle, cpu, n),
+                "",
+            )
+        ),
         f"Wall times: median of {cycle['repeats']} cycles per point; in-memory CPU: median of {cpu['repeats']}. "
         f"moto's own ConsumedCapacity is not usable (a 3 KB PutItem reports {probe.get('put_item_3kb_reported')}, "
         f"an UpdateItem to 6 KB {probe.get('update_item_to_6kb_reported')}), so write units are computed.",
@@ -276,10 +428,15 @@ def render(results: dict[str, Any]) -> str:
             if cycle.get("failures")
             else []
         ),
+        "### AWS cost per million cycles",
+        "",
+        *cost_table(cycle),
+        "",
         "### Growth with conversation length",
         "",
         *growth_table(cycle, cpu),
         "",
+        "![DynamoDB requests per cycle](results/requests_per_cycle.png)",
         "![bytes written per cycle](results/bytes_per_cycle.png)",
         "![wall time per cycle](results/wall_per_cycle.png)",
         "![write units per cycle](results/write_units_per_cycle.png)",
@@ -290,11 +447,18 @@ def render(results: dict[str, Any]) -> str:
         "",
         *operations_table(cycle),
         "",
-        "### agentturn's requests in one cycle, in order (0 earlier turns)",
-        "",
-        *callers_table(cycle),
-        "",
-        "### Handler cold import",
+        *(
+            line
+            for system in ("agentturn", "langgraph-compressed")
+            for n in _edges(cycle)
+            for line in (
+                f"### {LABELS[system]}: every AWS request of one cycle, in order ({n} earlier turns)",
+                "",
+                *callers_table(cycle, system, n),
+                "",
+            )
+        ),
+        "### Handler cold start",
         "",
         *imports_table(results["imports"]),
         "",
@@ -318,11 +482,19 @@ def plot(results: dict[str, Any]) -> None:
     styles: dict[str, dict[str, Any]] = {
         "agentturn": {"color": "#1f77b4", "marker": "o", "linestyle": "-"},
         "langgraph": {"color": "#d62728", "marker": "s", "linestyle": "-"},
-        "langgraph-exit": {"color": "#d62728", "marker": "^", "linestyle": "--"},
+        "agentturn-handlers": {"color": "#1f77b4", "marker": "D", "linestyle": "--"},
+        "langgraph-compressed": {"color": "#ff7f0e", "marker": "s", "linestyle": "-"},
+        "langgraph-exit": {"color": "#ff7f0e", "marker": "^", "linestyle": "--"},
     }
 
     # Labels of different series go to different sides of their points, so they do not print over each other.
-    label_offsets = {"agentturn": (7, 7), "langgraph": (7, -13), "langgraph-exit": (7, -13)}
+    label_offsets = {
+        "agentturn": (7, 7),
+        "agentturn-handlers": (7, 7),
+        "langgraph": (7, -13),
+        "langgraph-compressed": (-30, 7),
+        "langgraph-exit": (7, -13),
+    }
 
     def figure(filename: str, title: str, ylabel: str, series: dict[str, tuple[list[int], list[float], Any]]) -> None:
         from matplotlib.ticker import FuncFormatter
@@ -371,6 +543,12 @@ def plot(results: dict[str, Any]) -> None:
             series[system] = (xs, ys, err)
         return series
 
+    figure(
+        "requests_per_cycle.png",
+        "DynamoDB requests per form cycle (ours: the handlers' path, the client's GET included)",
+        "requests",
+        cycle_series(lambda p: p["dynamodb_requests"]),
+    )
     figure(
         "bytes_per_cycle.png",
         "Bytes written per form cycle (DynamoDB + S3 request bodies)",
@@ -426,7 +604,7 @@ def main() -> None:
         "cpu": (["bench.bench_cpu", "--repeats", "10" if quick else "40", "--out", str(RESULTS / "cpu.json")], 300),
         "imports": (
             ["bench.bench_imports", "--runs", "2" if quick else "5", "--out", str(RESULTS / "imports.json")],
-            300,
+            900,
         ),
         "cycle": (
             [
@@ -438,7 +616,7 @@ def main() -> None:
                 "--out",
                 str(RESULTS / "cycle.json"),
             ],
-            720,
+            1800,
         ),
         "submit": (
             [

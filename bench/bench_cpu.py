@@ -1,8 +1,12 @@
 """CPU time of the runtime itself per form cycle: no I/O, in-memory persistence on both sides.
 
 agentturn: Runner + Worker with InMemoryTurnStore, InMemoryChatMemory and InMemoryResumeQueue (snapshots
-and timeline entries are kept as JSON text, as a real store keeps them). LangGraph: the same graph as in
-the DynamoDB benchmark, compiled with ``InMemorySaver`` (which pickles/serialises checkpoints with its serde).
+and timeline entries are kept as JSON text, as a real store keeps them), called as the handlers call them
+(the projection receipt included); ``agentturn-handlers``: the whole Lambda code path on the same in-memory
+ports — the run, submit and worker handlers on API Gateway and SQS events, and the client's GET of the answer
+(Powertools resolver, logging and metrics included). LangGraph: the same graph as in the DynamoDB benchmark,
+compiled with ``InMemorySaver`` (which pickles/serialises checkpoints with its serde; checkpoint compression is
+a setting of its DynamoDB saver, not of the in-memory one).
 
 Both systems run in one interpreter, interleaved cycle by cycle (alternating which goes first), so a
 burst of load from anything else on the machine hits both alike; ``time.process_time`` around each
@@ -34,6 +38,10 @@ def make_cycle(system: str) -> Cycle:
         from bench._ours_side import in_memory_cycle
 
         return in_memory_cycle()
+    if system == "agentturn-handlers":
+        from bench._handler_side import in_memory_handler_cycle
+
+        return in_memory_handler_cycle()
     if system == "langgraph":
         from langgraph.checkpoint.memory import InMemorySaver
 
@@ -99,7 +107,7 @@ def _summary(earlier: int, samples: list[tuple[float, float]]) -> dict[str, Any]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--systems", default="agentturn,langgraph")
+    parser.add_argument("--systems", default="agentturn,agentturn-handlers,langgraph")
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--points", default="0,10,50,100")
@@ -114,7 +122,7 @@ def main() -> None:
     args.out.write_text(json.dumps(payload, indent=2))
     for name, rows in results.items():
         for r in rows:
-            print(f"{name:>10} N={r['earlier_turns']:<3} cpu {r['cpu_ms_median']:6.2f} ms (p90 {r['cpu_ms_p90']:.2f})")
+            print(f"{name:>18} N={r['earlier_turns']:<3} cpu {r['cpu_ms_median']:6.2f} ms (p90 {r['cpu_ms_p90']:.2f})")
     print(f"cpu benchmark: {payload['seconds']:.0f} s")
 
 

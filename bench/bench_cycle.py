@@ -29,10 +29,8 @@ from typing import Any
 
 from bench._aws_counter import AwsCounter, Tally, item_size, probe_moto_consumed_capacity
 from bench._aws_setup import client, langgraph_saver, ours_resources
+from bench._handlers import DATA, TEXT
 from bench._moto import MotoServer, use_fake_aws_env
-
-TEXT = "create a high priority login incident ticket"
-DATA = {"affectedSystem": "统一登录系统", "impactScope": "ALL_USERS"}
 
 Cycle = Callable[[str, str, dict[str, Any]], None]
 
@@ -175,89 +173,75 @@ def stored_bytes(endpoint_url: str, system: System) -> dict[str, Any]:
 
 
 def build_systems(moto: MotoServer, *, with_exit_mode: bool) -> tuple[list[System], dict[str, Any]]:
-    from agentturn.aws import DynamoDBChatMemory, DynamoDBTurnStore, SqsResumeQueue, parse_resume_message
+    from bench._handler_side import INVOCATIONS_PER_CYCLE, aws_handler_cycle
     from bench._langgraph_side import LangGraphCycle, build_graph
-    from bench._ours_side import OursCycle
 
     plain = client("dynamodb", moto.endpoint_url)
     systems: list[System] = []
 
     counter = AwsCounter(accounting_client=plain)
-    resources = ours_resources(moto.endpoint_url, counter, plain)
-    store = DynamoDBTurnStore(
-        resources.turns_table, client=resources.dynamodb, s3_client=resources.s3, bucket=resources.bucket
-    )
-    memory = DynamoDBChatMemory(
-        resources.conversations_table, client=resources.dynamodb, s3_client=resources.s3, bucket=resources.bucket
-    )
-    queue = SqsResumeQueue(resources.queue_url, client=resources.sqs)
-
-    def take() -> str:
-        # What the worker Lambda's SQS event source mapping does: receive, and delete once handled (deleted
-        # here before the worker runs; the requests and their cost are the same).
-        received = resources.sqs.receive_message(QueueUrl=resources.queue_url, MaxNumberOfMessages=1)
-        (message,) = received["Messages"]
-        resources.sqs.delete_message(QueueUrl=resources.queue_url, ReceiptHandle=message["ReceiptHandle"])
-        return parse_resume_message(message["Body"]).turn_id
-
-    ours = OursCycle(store, memory, queue, take)
-
-    def recover(conversation: str) -> None:
-        active = memory(conversation).get_active_turn()
-        if active is not None:
-            ours.runner.cancel(active)
-        received = resources.sqs.receive_message(QueueUrl=resources.queue_url, MaxNumberOfMessages=10)
-        for message in received.get("Messages", []):
-            resources.sqs.delete_message(QueueUrl=resources.queue_url, ReceiptHandle=message["ReceiptHandle"])
-
+    resources = ours_resources(moto.endpoint_url, AwsCounter(), plain)
+    ours = aws_handler_cycle(resources, moto.endpoint_url, counter)
     systems.append(
         System(
             "agentturn",
             ours,
             counter,
             "conv",
-            recover=recover,
+            recover=ours.recover,
             tables=[resources.turns_table, resources.conversations_table],
             buckets=[resources.bucket],
         )
     )
 
-    counter = AwsCounter(accounting_client=plain)
-    saver = langgraph_saver(moto.endpoint_url, counter, plain)
-    systems.append(
-        System(
-            "langgraph",
-            LangGraphCycle(build_graph(saver)),
-            counter,
-            "thread",
-            tables=[saver.table_name],
-            buckets=[saver.storage.s3_bucket],
-        )
-    )
-
-    if with_exit_mode:
-        counter = AwsCounter(accounting_client=plain)
-        saver = langgraph_saver(moto.endpoint_url, counter, plain)
+    def langgraph(name: str, *, compression: bool, durability: str | None = None) -> None:
+        lg_counter = AwsCounter(accounting_client=plain)
+        saver = langgraph_saver(moto.endpoint_url, lg_counter, plain, compression=compression)
         systems.append(
             System(
-                "langgraph-exit",
-                LangGraphCycle(build_graph(saver), durability="exit"),
-                counter,
+                name,
+                LangGraphCycle(build_graph(saver), durability=durability),
+                lg_counter,
                 "thread",
                 tables=[saver.table_name],
                 buckets=[saver.storage.s3_bucket],
             )
         )
-    config = {
+
+    langgraph("langgraph", compression=False)
+    langgraph("langgraph-compressed", compression=True)
+    if with_exit_mode:
+        langgraph("langgraph-exit", compression=True, durability="exit")
+    config: dict[str, Any] = {
         "agentturn": {
-            "turn_store": "DynamoDBTurnStore(snapshot bucket configured)",
-            "chat_memory": "DynamoDBChatMemory(bucket configured)",
+            "path": "the Lambda handlers (functions/run, submit, worker app.py) on API Gateway v2 and SQS events; "
+            "the client's GET /turns/{turnId} for the answer",
+            "lambda_invocations_per_cycle": INVOCATIONS_PER_CYCLE,
+            "http_requests_per_cycle": 3,
+            "turn_store": "DynamoDBTurnStore (snapshot bucket configured), as the handlers' wiring builds it",
+            "chat_memory": "DynamoDBChatMemory (bucket configured)",
             "queue": "SqsResumeQueue (standard queue)",
         },
-        "langgraph": {"checkpointer": "DynamoDBSaver(s3_offload_config)", "durability": "default (async)"},
+        "langgraph": {
+            "checkpointer": "DynamoDBSaver(s3_offload_config)",
+            "durability": "default (async)",
+            "lambda_invocations_per_cycle": 2,
+            "http_requests_per_cycle": 2,
+        },
+        "langgraph-compressed": {
+            "checkpointer": "DynamoDBSaver(s3_offload_config, enable_checkpoint_compression=True)",
+            "durability": "default (async)",
+            "lambda_invocations_per_cycle": 2,
+            "http_requests_per_cycle": 2,
+        },
     }
     if with_exit_mode:
-        config["langgraph-exit"] = {"checkpointer": "DynamoDBSaver(s3_offload_config)", "durability": "exit"}
+        config["langgraph-exit"] = {
+            "checkpointer": "DynamoDBSaver(s3_offload_config, enable_checkpoint_compression=True)",
+            "durability": "exit",
+            "lambda_invocations_per_cycle": 2,
+            "http_requests_per_cycle": 2,
+        }
     return systems, config
 
 

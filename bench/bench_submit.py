@@ -19,8 +19,6 @@ events, from 1, 4 and 16 client threads, on a moto server in its own process.
 from __future__ import annotations
 
 import argparse
-import copy
-import importlib.util
 import json
 import os
 import statistics
@@ -29,95 +27,14 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from bench._aws_counter import AwsCounter
 from bench._aws_setup import client, ours_resources
+from bench._handlers import REPO, lambda_context, load_app, quiet_stdout, start_turn_event, submit_event
 from bench._moto import MotoServer, use_fake_aws_env
-
-REPO = Path(__file__).resolve().parent.parent
-EVENTS = REPO / "tests" / "events"
-SUB = "bench-user-0001"
-DATA = {"affectedSystem": "统一登录系统", "impactScope": "ALL_USERS"}
-TEXT = "create a high priority login incident ticket"
-
-
-def _load_app(name: str, number: int) -> ModuleType:
-    """A fresh import of ``functions/<name>/app.py``: one Lambda container."""
-    module_name = f"_bench_{name}_container_{number}"
-    spec = importlib.util.spec_from_file_location(module_name, REPO / "functions" / name / "app.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _event(
-    template: str, path: str, parameters: dict[str, str], body: dict[str, Any], key: str | None
-) -> dict[str, Any]:
-    event: dict[str, Any] = copy.deepcopy(json.loads((EVENTS / template).read_text()))
-    text = json.dumps(body, ensure_ascii=False)
-    event["rawPath"] = path
-    event["requestContext"]["http"]["path"] = path
-    event["requestContext"]["requestId"] = uuid.uuid4().hex[:16]
-    event["requestContext"]["timeEpoch"] = int(time.time() * 1000)
-    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = SUB
-    event["pathParameters"] = parameters
-    event["body"] = text
-    event["isBase64Encoded"] = False
-    event["headers"]["content-length"] = str(len(text.encode()))
-    event["headers"]["x-amzn-trace-id"] = f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}"
-    if key is not None:
-        event["headers"]["idempotency-key"] = key
-    return event
-
-
-def start_turn_event(conversation: str) -> dict[str, Any]:
-    return _event(
-        "http_start_turn.json",
-        f"/conversations/{conversation}/turns",
-        {"conversationId": conversation},
-        {"input": TEXT, "agentId": "support-agent"},
-        None,
-    )
-
-
-def submit_event(turn_id: str, action_id: str) -> dict[str, Any]:
-    return _event(
-        "http_submit_form.json",
-        f"/turns/{turn_id}/actions/{action_id}/submit",
-        {"turnId": turn_id, "actionId": action_id},
-        {"data": DATA},
-        str(uuid.uuid4()),
-    )
-
-
-def _context(name: str, timeout_ms: int) -> Any:
-    from agentturn.local.lambda_context import LocalLambdaContext
-
-    return LocalLambdaContext(function_name=f"agentturn-{name}", timeout_ms=timeout_ms)
-
-
-@contextmanager
-def quiet_stdout() -> Iterator[None]:
-    """Powertools' Logger and Metrics print a JSON line per invocation (CloudWatch in Lambda): the work is
-    done and measured, the lines go to /dev/null instead of the terminal."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
 
 
 def create_waiting_turns(count: int, containers: list[ModuleType]) -> list[tuple[str, str]]:
@@ -129,7 +46,8 @@ def create_waiting_turns(count: int, containers: list[ModuleType]) -> list[tuple
 
     def work(container: ModuleType, how_many: int) -> None:
         for _ in range(how_many):
-            response = container.handler(start_turn_event(f"load-{uuid.uuid4().hex[:12]}"), _context("run", 29_000))
+            event = start_turn_event(f"load-{uuid.uuid4().hex[:12]}")
+            response = container.handler(event, lambda_context("run", 29_000))
             body = json.loads(response["body"])
             with lock:
                 if response["statusCode"] == 200 and body.get("status") == "WAITING_FOR_USER":
@@ -190,7 +108,7 @@ def run_stage(
                 turn_id, action_id = work.pop()
             event = submit_event(turn_id, action_id)
             started = time.perf_counter()
-            response = container.handler(event, _context("submit", 15_000))
+            response = container.handler(event, lambda_context("submit", 15_000))
             elapsed = time.perf_counter() - started
             body = json.loads(response["body"])
             ok = response["statusCode"] == 202 and body.get("turnId") == turn_id and body.get("actionId") == action_id
@@ -264,8 +182,8 @@ def main() -> None:
         counter = AwsCounter()
         most = max(thread_counts)
         with quiet_stdout():
-            submitters = [_load_app("submit", i) for i in range(most)]
-            runners = [_load_app("run", i) for i in range(4)]
+            submitters = [load_app("submit", i) for i in range(most)]
+            runners = [load_app("run", i) for i in range(4)]
             # Build every container's services (and boto3 clients) one at a time, as cold starts do: boto3's
             # default session is not safe for concurrent client creation.
             for container in [*submitters, *runners]:

@@ -6,9 +6,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentturn.schema_rules import SchemaRefusedError
 from agentturn.tools import Tool, ToolContext
-from agentturn.validation import form_validator
 
 REQUEST_USER_INPUT = "request_user_input"
 
@@ -30,6 +28,11 @@ class FormDefinition:
         if not isinstance(schema, Mapping):
             raise ValueError(f"form {form_key!r}: schema must be a JSON object")  # noqa: TRY004 - the design's error
         frozen = copy.deepcopy(dict(schema))
+        # Imported here, not at module level: the validator brings jsonschema (≈ 0.1 s of a cold start), which
+        # a process that never defines a form (the sweeper, the retention handler, reads) does not need.
+        from agentturn.schema_rules import SchemaRefusedError
+        from agentturn.validation import form_validator
+
         try:
             # Checked and compiled once here (and cached): a schema that cannot be checked safely, or not the
             # way the console checks it, is refused now rather than when a person submits.

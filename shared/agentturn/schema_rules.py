@@ -21,18 +21,28 @@ Refused, each with a :class:`SchemaRefusedError` that says where and why:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
-from typing import Any, Final
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any, Final
 
 from agentturn.ecma_regex import PatternError, compile_ecma
 from agentturn.formats import FORMATS
 
 DRAFT_2020_12: Final = "https://json-schema.org/draft/2020-12/schema"
 
-_META: Final = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
+
+@functools.cache
+def _meta() -> Draft202012Validator:
+    """The meta-schema's validator, built when the first schema is checked: jsonschema (≈ 0.1 s to import) is
+    then loaded only by a process that defines a form or checks a submission, not by every one that imports
+    the runtime (the sweeper, the reads)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(Draft202012Validator.META_SCHEMA)
+
 
 _FORBIDDEN: Final = {
     "$id": "$id is not supported: forms are identified by their formKey",
@@ -193,7 +203,9 @@ def _check_cycles(root: dict[str, Any]) -> None:
 def check_form_schema(schema: dict[str, Any]) -> None:
     """Raise :class:`SchemaRefusedError` unless ``schema`` can be checked safely and like the console does."""
     # Against the meta-schema without its format checks: those would judge ``pattern`` by Python's syntax.
-    error = best_match(_META.iter_errors(schema))
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_meta().iter_errors(schema))
     if error is not None:
         where = "".join(f"/{_escape(str(p))}" for p in error.absolute_path)
         raise SchemaRefusedError(where, f"invalid JSON Schema: {error.message}")

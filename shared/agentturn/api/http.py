@@ -21,14 +21,16 @@ from agentturn.api import problems
 from agentturn.api.body import read_json_body
 from agentturn.api.identity import IdentityResolver, jwt_subject
 from agentturn.api.lambdas import LazyServices
-from agentturn.api.operations import Operations
 from agentturn.api.problems import ProblemError
 from agentturn.api.routes import RouteGroup, match_route
-from agentturn.api.services import Services
 from agentturn.api.telemetry import NullTelemetry, Telemetry
 
 if TYPE_CHECKING:
+    # The resolver, the operations and the services (pydantic models, the Runner) load on the first request
+    # that gets past the route, identity and body checks: importing this module stays cheap.
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+    from agentturn.api.services import Services
 
 _log = logging.getLogger("agentturn.api.http")
 
@@ -76,11 +78,11 @@ class HttpApi:
 
     def use(self, services: Services | Callable[[], Services] | None) -> None:
         """Set the services: an instance, a factory called on first need, or ``None`` (from the environment)."""
-        if isinstance(services, Services):
+        if services is None or callable(services):
+            self._services = LazyServices(services)
+        else:
             self._services = LazyServices()
             self._services.use(services)
-        else:
-            self._services = LazyServices(services)
 
     @property
     def services(self) -> Services:
@@ -104,6 +106,7 @@ class HttpApi:
             return problem.to_api_gateway()
 
     def _handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        from agentturn.api.operations import Operations
         from agentturn.api.resolver import CONTEXT_KEY, RequestContext
 
         method, path = request_method(event), request_path(event)

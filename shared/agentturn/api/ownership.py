@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from agentturn.state import Turn
+if TYPE_CHECKING:
+    # A type only: the sweeper imports this module and needs no turn model until it reads a turn.
+    from agentturn.state import Turn
 
 #: Stored in ``turn.metadata`` when the turn is created: the verified subject that owns it.
 OWNER_KEY: Final = "ownerId"

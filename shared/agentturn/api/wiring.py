@@ -10,9 +10,10 @@ The only place that knows the deployed resources. ``TURNS_TABLE``, ``CONVERSATIO
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from agentturn.api.agents import AgentCatalog
 from agentturn.api.services import Services
@@ -24,6 +25,34 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
+#: boto3's default session is not safe for concurrent client creation (the local server runs requests on threads).
+_CREATING: Final = threading.Lock()
+
+
+class LazyClient:
+    """A boto3 client created on its first use, then the client itself for every attribute.
+
+    Creating a client loads its service model: S3's costs about as much as ``import boto3`` itself. A handler
+    that never spills a body to S3 (most never do) or never enqueues (the run handler, unless a turn yields)
+    should not pay that on its cold start.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            with _CREATING:
+                if self._client is None:
+                    self._client = self._factory()
+        return getattr(self._client, name)
+
+    @property
+    def created(self) -> bool:
+        return self._client is not None
+
+
 @dataclass(frozen=True)
 class AwsClients:
     dynamodb: DynamoDBClient
@@ -32,9 +61,16 @@ class AwsClients:
 
     @classmethod
     def default(cls, *, with_s3: bool) -> AwsClients:
+        """DynamoDB's client now (every request uses it); SQS's and S3's on their first use."""
         from agentturn.aws._support import dynamodb_client, s3_client, sqs_client
 
-        return cls(dynamodb=dynamodb_client(), sqs=sqs_client(), s3=s3_client() if with_s3 else None)
+        with _CREATING:
+            dynamodb = dynamodb_client()
+        return cls(
+            dynamodb=dynamodb,
+            sqs=cast("SQSClient", LazyClient(sqs_client)),
+            s3=cast("S3Client", LazyClient(s3_client)) if with_s3 else None,
+        )
 
 
 @dataclass(frozen=True)
