@@ -111,8 +111,13 @@ TURN_ID: Final = "turnId"
 #: Present only while the turn is runnable (READY/RUNNING): the sparse index's partition key. Its value is
 #: one of ``RUNNABLE_SHARDS`` shards, so sweeping never funnels every runnable turn through one partition.
 RUNNABLE_SHARD: Final = "runnableShard"
-#: Store-clock time (epoch seconds) of the last snapshot write: the sparse index's sort key.
+#: Store-clock time (epoch seconds) of the last snapshot write (what the sweeper's idle test reads).
 UPDATED_AT: Final = "updatedAt"
+#: Store-clock time (epoch seconds) the turn last became runnable: the sparse runnable index's sort key. It
+#: is set when the turn enters READY/RUNNING and kept, unchanged, by every write while it stays runnable, so
+#: saves, claims and renewals of a runnable turn write nothing to the index (an index write is billed only
+#: when the item enters or leaves it, or when a key or projected attribute changes).
+RUNNABLE_SINCE: Final = "runnableSince"
 TURN_VERSION: Final = "version"
 LEASE_EXPIRES_AT: Final = "leaseExpiresAt"
 RUNNABLE_INDEX: Final = "runnable"
@@ -134,10 +139,11 @@ TURNS_TABLE = TableDefinition(
         IndexDefinition(
             name=RUNNABLE_INDEX,
             partition_key=KeyAttribute(RUNNABLE_SHARD, "S"),
-            sort_key=KeyAttribute(UPDATED_AT, "N"),
-            # What the sweeper decides on, so it never reads a snapshot: version and lease expiry.
-            projection="INCLUDE",
-            non_key_attributes=(TURN_VERSION, LEASE_EXPIRES_AT),
+            sort_key=KeyAttribute(RUNNABLE_SINCE, "N"),
+            # Keys only: a projected version, lease or update time would change on every save and claim of a
+            # runnable turn and bill an index write each time. The sweeper reads what it decides on (version,
+            # lease, update time) from the candidates' items, with one BatchGetItem per 100.
+            projection="KEYS_ONLY",
         ),
         IndexDefinition(
             name=OVERDUE_INDEX,

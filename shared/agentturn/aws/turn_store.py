@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 import zlib
 from dataclasses import dataclass, replace
@@ -75,6 +76,7 @@ from agentturn.errors import (
     LeaseLostError,
     SnapshotUnreadableError,
     StorageError,
+    StorageUnavailableError,
     TurnNotFoundError,
     VersionConflictError,
 )
@@ -104,6 +106,7 @@ _BODY_REF: Final = BODY_REF
 _CANCEL: Final = "cancelRequested"
 _UPDATED_AT: Final = tables.UPDATED_AT
 _SHARD: Final = tables.RUNNABLE_SHARD
+_RUNNABLE_SINCE: Final = tables.RUNNABLE_SINCE
 _LEASE_ID: Final = "leaseId"
 _LEASE_OWNER: Final = "leaseOwner"
 _LEASE_EXPIRES: Final = tables.LEASE_EXPIRES_AT
@@ -126,6 +129,7 @@ _NAMES: Final = {
     "#cx": _CANCEL,
     "#ua": _UPDATED_AT,
     "#shard": _SHARD,
+    "#rs": _RUNNABLE_SINCE,
     "#lid": _LEASE_ID,
     "#lo": _LEASE_OWNER,
     "#lx": _LEASE_EXPIRES,
@@ -146,6 +150,9 @@ _UNDECODABLE: Final = (*CORRUPT_BODY, ValidationError, ValueError)
 _TURN: Final[TypeAdapter[Turn]] = TypeAdapter(Turn)
 #: A body pointer that no longer resolves is re-read this many times (a concurrent save replaced it).
 _LOAD_ATTEMPTS: Final = 3
+#: BatchGetItem takes at most 100 keys; unprocessed keys (throttling) are asked for again this many times.
+_BATCH_GET_SIZE: Final = 100
+_BATCH_GET_ATTEMPTS: Final = 8
 
 
 class _CancelRequestedMeanwhile(Exception):
@@ -162,6 +169,18 @@ class _Landed:
 def _names(expression: str) -> dict[str, str]:
     """The placeholders ``expression`` uses (DynamoDB refuses unused ones)."""
     return {k: v for k, v in _NAMES.items() if k in expression}
+
+
+#: Index keys that keep their stored value when present: the runnable index's keys stay put while the turn
+#: stays runnable, so no save of a runnable turn moves it in the index (a move bills a delete and a put).
+_STABLE: Final = frozenset({"#shard", "#rs"})
+
+
+def _set_expression(placeholder: str) -> str:
+    value = f":{placeholder[1:]}"
+    if placeholder in _STABLE:
+        return f"{placeholder} = if_not_exists({placeholder}, {value})"
+    return f"{placeholder} = {value}"
 
 
 @translates_errors
@@ -228,10 +247,12 @@ class DynamoDBTurnStore:
         removes: list[str] = []
         shard = self._shard(turn.id)
         if turn.status.is_runnable:
+            # Both index keys keep the value they had while the turn stays runnable (see _set_expression).
             sets["#shard"] = {"S": shard}
+            sets["#rs"] = {"N": number(now)}
         else:
             # Nothing left to run: the turn leaves the runnable index and its lease ends with this write.
-            removes += ["#shard", "#lid", "#lo", "#lx"]
+            removes += ["#shard", "#rs", "#lid", "#lo", "#lx"]
         deadline = wait_deadline(turn)
         if deadline is not None:
             sets["#oshard"] = {"S": shard}
@@ -414,7 +435,7 @@ class DynamoDBTurnStore:
             removes.append("#body")
         derived, derived_removes = self._derived(stored, now)
         for placeholder, value in derived.items():
-            sets.append(f"{placeholder} = :{placeholder[1:]}")
+            sets.append(_set_expression(placeholder))
             values[f":{placeholder[1:]}"] = value
         removes += derived_removes
         condition = "attribute_exists(#tid) AND #v = :expected AND "
@@ -582,29 +603,82 @@ class DynamoDBTurnStore:
             raise TurnNotFoundError(turn_id) from None
 
     def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
-        """One Query per shard of the sparse ``runnable`` index (never a Scan).
+        """One Query per shard of the sparse, keys-only ``runnable`` index (never a Scan), then one
+        BatchGetItem per 100 candidates for what the decision needs (version, update time, lease).
 
-        The index is eventually consistent: a turn written a moment ago may show up one sweep later,
-        which is what a sweeper of *idle* turns wants anyway.
+        A turn idle since ``horizon`` has been runnable since then at the latest, so the index's sort key
+        (when it became runnable) narrows the candidates; their items decide. The index is eventually
+        consistent: a turn written a moment ago may show up one sweep later, which is what a sweeper of
+        *idle* turns wants anyway. Each shard yields its earliest-runnable candidates first; the answer is
+        the ``limit`` least recently written of those.
         """
         if limit <= 0:
             return []
         now = self.clock()
+        horizon = now - idle_seconds
         found: list[RunnableTurn] = []
         for shard in range(self.runnable_shards):
-            items = self._query_index(
-                tables.RUNNABLE_INDEX,
-                "#shard = :shard AND #ua <= :horizon",
-                f"R#{shard}",
-                now,
-                limit,
-                horizon=now - idle_seconds,
-                # A live lease means a worker is on it: not the sweeper's business.
-                filter_expression="attribute_not_exists(#lx) OR #lx <= :now",
-            )
-            found += [self._runnable(item) for item in items]
+            found += self._runnable_in_shard(f"R#{shard}", now, horizon, limit)
         found.sort(key=lambda r: (r.updated_at, r.turn_id))
         return found[:limit]
+
+    def _runnable_in_shard(self, shard: str, now: float, horizon: float, limit: int) -> list[RunnableTurn]:
+        condition = "#shard = :shard AND #rs <= :horizon"
+        kwargs: dict[str, Any] = {}
+        found: list[RunnableTurn] = []
+        while len(found) < limit:
+            response = self.client.query(
+                TableName=self.table_name,
+                IndexName=tables.RUNNABLE_INDEX,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames=_names(condition),
+                ExpressionAttributeValues={":shard": {"S": shard}, ":horizon": {"N": number(horizon)}},
+                ScanIndexForward=True,
+                Limit=limit,
+                **kwargs,
+            )
+            turn_ids = [as_str(cast("Item", raw).get(_TURN_ID)) or "" for raw in response.get("Items", [])]
+            for item in self._current(turn_ids):
+                if _SHARD not in item or as_float(item.get(_UPDATED_AT)) > float(number(horizon)):
+                    continue  # not runnable any more, or written since the horizon
+                if _LEASE_EXPIRES in item and as_float(item.get(_LEASE_EXPIRES)) > float(number(now)):
+                    continue  # a live lease means a worker is on it: not the sweeper's business
+                found.append(self._runnable(item))
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                break
+            kwargs["ExclusiveStartKey"] = start
+        return found[:limit]
+
+    def _current(self, turn_ids: list[str]) -> list[Item]:
+        """What the sweep decides on, read from the items of ``turn_ids`` (strongly consistent)."""
+        projection = "#tid, #v, #ua, #lx, #shard"
+        items: list[Item] = []
+        for start in range(0, len(turn_ids), _BATCH_GET_SIZE):
+            keys: list[Any] = [{_TURN_ID: {"S": turn_id}} for turn_id in turn_ids[start : start + _BATCH_GET_SIZE]]
+            for attempt in range(_BATCH_GET_ATTEMPTS):
+                response = self.client.batch_get_item(
+                    RequestItems={
+                        self.table_name: {
+                            "Keys": keys,
+                            "ProjectionExpression": projection,
+                            "ExpressionAttributeNames": _names(projection),
+                            "ConsistentRead": True,
+                        }
+                    }
+                )
+                items += [cast("Item", raw) for raw in response.get("Responses", {}).get(self.table_name, [])]
+                keys = list(response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+                if not keys:
+                    break
+                if attempt + 1 < _BATCH_GET_ATTEMPTS:
+                    time.sleep(random.uniform(0, min(2.0, 0.05 * 2**attempt)))
+            else:
+                raise StorageUnavailableError(
+                    f"{len(keys)} turns of table {self.table_name!r} were still unprocessed after "
+                    f"{_BATCH_GET_ATTEMPTS} attempts"
+                )
+        return items
 
     @staticmethod
     def _runnable(item: Item) -> RunnableTurn:
@@ -709,7 +783,7 @@ class DynamoDBTurnStore:
                 }
             )
             # Out of both sparse indexes and unleased, in this one write (as a save of a terminal turn does).
-            removes += ["#shard", "#lid", "#lo", "#lx", "#oshard", "#wx", "#nb"]
+            removes += ["#shard", "#rs", "#lid", "#lo", "#lx", "#oshard", "#wx", "#nb"]
             if retain_until is None and self.terminal_ttl_seconds is not None:
                 retain_until = now + self.terminal_ttl_seconds
             if retain_until is not None:
