@@ -150,7 +150,7 @@ def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[A
         "worker": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:UpdateItem"}, **timeline, **blobs,
                    QUEUE_ARN: {"sqs:SendMessage", *CONSUME}},
         # It finishes stranded cancels (and, by default, expires overdue waits): load, save, project.
-        "sweeper": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+        "sweeper": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
                     f"{TURNS_ARN}/index/runnable": {"dynamodb:Query"}, f"{TURNS_ARN}/index/overdue": {"dynamodb:Query"},
                     **timeline, **blobs, QUEUE_ARN: {"sqs:SendMessage"}},
     }  # fmt: skip

@@ -205,7 +205,7 @@ class DynamoDBTurnStore:
         s3_client: S3Client | None = None,
         bucket: str | None = None,
         clock: Clock = time.time,
-        compress_threshold: int = 1024,
+        compress_threshold: int = 256,
         inline_limit: int = 64 * 1024,
         compress_level: int = 6,
         runnable_shards: int = tables.RUNNABLE_SHARDS,
@@ -220,7 +220,8 @@ class DynamoDBTurnStore:
         blobs = None
         if bucket is not None:
             blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
-        # Below ~1 KB zlib saves little and costs CPU; items are billed per started KB anyway. Above
+        # Every snapshot but the tiniest is compressed (with the preset dictionary of body_dictionary): a write
+        # is billed per started KB of the item, and compressing a few KB costs tens of microseconds. Above
         # ``inline_limit`` a body costs more as write units than as an S3 PUT + GET (64 KB = 64 WCU/save).
         self.codec = BodyCodec(
             blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
