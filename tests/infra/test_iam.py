@@ -82,7 +82,7 @@ def _ids(synth: Synth) -> dict[str, str]:
 
 def _timeline(ids: dict[str, str]) -> dict[str, set[str]]:
     c = ids["conversations"]
-    return {c: TIMELINE, f"{c}/index/model": TIMELINE, f"{c}/index/byMessageId": TIMELINE}
+    return {c: TIMELINE}
 
 
 def _blobs(ids: dict[str, str]) -> dict[str, set[str]]:

@@ -160,28 +160,20 @@ TURNS_TABLE = TableDefinition(
 # ---------------------------------------------------------------------------- conversations (timeline)
 
 CONVERSATION_ID: Final = "conversationId"
-#: ``"t#" + entry.sort_key + "\x1f" + entry.message_id`` for timeline entries; ``"head"`` for the
-#: conversation's head item (its active turn).
+#: ``MODEL_ENTRY_PREFIX`` or ``CARD_ENTRY_PREFIX`` + ``entry.sort_key + "\x1f" + entry.message_id`` for
+#: timeline entries; ``"head"`` for the conversation's head item (its active turn).
 ENTRY_KEY: Final = "sk"
-#: Copy of ``sk`` on model-visible entries only: the sparse LSI that lists what the model may see.
-MODEL_KEY: Final = "modelSk"
+#: Model-visible entries (user, ai, tool messages): the model's context is one Query of this range.
+MODEL_ENTRY_PREFIX: Final = "t#"
+#: Cards (forms, approvals): the timeline merges them with the model's range; the model never reads them.
+CARD_ENTRY_PREFIX: Final = "c#"
 MESSAGE_ID: Final = "messageId"
-#: The message id once more, on cards only: the sparse LSI that finds a card by id.
-CARD_ID: Final = "cardId"
-MODEL_INDEX: Final = "model"
-MESSAGE_ID_INDEX: Final = "byMessageId"
 
 CONVERSATIONS_TABLE = TableDefinition(
     logical_name="Conversations",
     partition_key=KeyAttribute(CONVERSATION_ID, "S"),
     sort_key=KeyAttribute(ENTRY_KEY, "S"),
-    local_indexes=(
-        # ALL: the model's context is read from the index alone, in one Query.
-        IndexDefinition(MODEL_INDEX, KeyAttribute(CONVERSATION_ID, "S"), KeyAttribute(MODEL_KEY, "S"), "ALL"),
-        # Cards by id, for the projection's card repair. Sparse (cards only) and KEYS_ONLY: model messages,
-        # most of a timeline, cost no write here (every index write is at least one write unit).
-        IndexDefinition(MESSAGE_ID_INDEX, KeyAttribute(CONVERSATION_ID, "S"), KeyAttribute(CARD_ID, "S"), "KEYS_ONLY"),
-    ),
+    # No index: the key says which range an entry is in (every index write would be a write unit more).
     ttl_attribute=EXPIRES_AT,
 )
 

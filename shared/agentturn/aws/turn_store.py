@@ -611,48 +611,57 @@ class DynamoDBTurnStore:
         (when it became runnable) narrows the candidates; their items decide. The index is eventually
         consistent: a turn written a moment ago may show up one sweep later, which is what a sweeper of
         *idle* turns wants anyway. Each shard yields its earliest-runnable candidates first; the answer is
-        the ``limit`` least recently written of those.
+        the ``limit`` least recently written of those. A shard is read further only while the candidates
+        found so far do not make up ``limit``.
         """
         if limit <= 0:
             return []
         now = self.clock()
         horizon = now - idle_seconds
+        # Shard → where its next page starts (None: from the beginning); a shard read to its end leaves.
+        pages: dict[str, Item | None] = {f"R#{shard}": None for shard in range(self.runnable_shards)}
         found: list[RunnableTurn] = []
-        for shard in range(self.runnable_shards):
-            found += self._runnable_in_shard(f"R#{shard}", now, horizon, limit)
-        found.sort(key=lambda r: (r.updated_at, r.turn_id))
-        return found[:limit]
-
-    def _runnable_in_shard(self, shard: str, now: float, horizon: float, limit: int) -> list[RunnableTurn]:
-        condition = "#shard = :shard AND #rs <= :horizon"
-        kwargs: dict[str, Any] = {}
-        found: list[RunnableTurn] = []
-        while len(found) < limit:
-            response = self.client.query(
-                TableName=self.table_name,
-                IndexName=tables.RUNNABLE_INDEX,
-                KeyConditionExpression=condition,
-                ExpressionAttributeNames=_names(condition),
-                ExpressionAttributeValues={":shard": {"S": shard}, ":horizon": {"N": number(horizon)}},
-                ScanIndexForward=True,
-                Limit=limit,
-                **kwargs,
-            )
-            turn_ids = [as_str(cast("Item", raw).get(_TURN_ID)) or "" for raw in response.get("Items", [])]
-            for item in self._current(turn_ids):
+        while pages and len(found) < limit:
+            candidates: list[str] = []
+            for shard, start in list(pages.items()):
+                turn_ids, following = self._runnable_page(shard, horizon, limit, start)
+                candidates += turn_ids
+                if following is None:
+                    del pages[shard]
+                else:
+                    pages[shard] = following
+            for item in self._current(candidates):
                 if _SHARD not in item or as_float(item.get(_UPDATED_AT)) > float(number(horizon)):
                     continue  # not runnable any more, or written since the horizon
                 if _LEASE_EXPIRES in item and as_float(item.get(_LEASE_EXPIRES)) > float(number(now)):
                     continue  # a live lease means a worker is on it: not the sweeper's business
                 found.append(self._runnable(item))
-            start = response.get("LastEvaluatedKey")
-            if start is None:
-                break
-            kwargs["ExclusiveStartKey"] = start
+        found.sort(key=lambda r: (r.updated_at, r.turn_id))
         return found[:limit]
+
+    def _runnable_page(
+        self, shard: str, horizon: float, limit: int, start: Item | None
+    ) -> tuple[list[str], Item | None]:
+        """Turn ids of one page of ``shard`` runnable since ``horizon`` at the latest, and where the next starts."""
+        condition = "#shard = :shard AND #rs <= :horizon"
+        kwargs: dict[str, Any] = {} if start is None else {"ExclusiveStartKey": start}
+        response = self.client.query(
+            TableName=self.table_name,
+            IndexName=tables.RUNNABLE_INDEX,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=_names(condition),
+            ExpressionAttributeValues={":shard": {"S": shard}, ":horizon": {"N": number(horizon)}},
+            ScanIndexForward=True,
+            Limit=limit,
+            **kwargs,
+        )
+        turn_ids = [as_str(cast("Item", raw).get(_TURN_ID)) or "" for raw in response.get("Items", [])]
+        return turn_ids, cast("Item | None", response.get("LastEvaluatedKey"))
 
     def _current(self, turn_ids: list[str]) -> list[Item]:
         """What the sweep decides on, read from the items of ``turn_ids`` (strongly consistent)."""
+        if not turn_ids:
+            return []
         projection = "#tid, #v, #ua, #lx, #shard"
         items: list[Item] = []
         for start in range(0, len(turn_ids), _BATCH_GET_SIZE):
@@ -669,7 +678,8 @@ class DynamoDBTurnStore:
                     }
                 )
                 items += [cast("Item", raw) for raw in response.get("Responses", {}).get(self.table_name, [])]
-                keys = list(response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+                unprocessed = cast("dict[str, Any]", response.get("UnprocessedKeys") or {})
+                keys = list(unprocessed.get(self.table_name, {}).get("Keys", []))
                 if not keys:
                     break
                 if attempt + 1 < _BATCH_GET_ATTEMPTS:
@@ -690,31 +700,17 @@ class DynamoDBTurnStore:
         )
 
     def _query_index(
-        self,
-        index: str,
-        key_condition: str,
-        shard: str,
-        now: float,
-        limit: int,
-        *,
-        horizon: float | None = None,
-        filter_expression: str | None = None,
-        extra: str = "",
+        self, index: str, key_condition: str, shard: str, now: float, limit: int, *, extra: str = ""
     ) -> list[Item]:
         """Up to ``limit`` items of one shard of a sparse index, in index order (ascending), paging as needed.
 
         Each shard is sorted, so the first ``limit`` of every shard contain the first ``limit`` overall.
         """
         values: Item = {":shard": {"S": shard}, ":now": {"N": number(now)}}
-        if horizon is not None:
-            values[":horizon"] = {"N": number(horizon)}
         projection = "#tid, #v, #ua" + (f", {extra}" if extra else "")
         kwargs: dict[str, Any] = {}
-        if filter_expression is not None:
-            kwargs["FilterExpression"] = filter_expression
-        conditions = key_condition + (filter_expression or "")
-        names = _names(conditions + projection)
-        used_values = {k: v for k, v in values.items() if k in conditions}
+        names = _names(key_condition + projection)
+        used_values = {k: v for k, v in values.items() if k in key_condition}
         found: list[Item] = []
         while len(found) < limit:
             response = self.client.query(

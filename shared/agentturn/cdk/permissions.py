@@ -11,8 +11,7 @@ Derived from the adapters' code (``agentturn.aws``), operation by operation:
                                 items (the keys-only ``runnable`` index holds no lease) (the sweeper)
 ``DynamoDBChatMemory``          ``append_all`` BatchWriteItem · ``append`` / card replace PutItem ·
                                 ``get_message`` / ``get_active_turn`` GetItem · ``set_active_turn``
-                                UpdateItem · timeline reads Query on the table, the ``model`` LSI and the
-                                ``byMessageId`` LSI
+                                UpdateItem · timeline reads Query on the table (it has no index)
 ``BlobStore`` (S3 spill-over)   GetObject / PutObject / DeleteObject under ``turns/`` (snapshots) and
                                 ``conversations/`` (timeline bodies); never List, never the bucket itself
 ``SqsResumeQueue``              SendMessage
@@ -78,7 +77,7 @@ CONSUME: Final = (
 )
 INVOKE_MODEL: Final = ("bedrock:InvokeModel",)
 #: The retention consumer (``agentturn.aws.retention``): finds a removed turn's timeline entries (Query on
-#: the table and the ``byMessageId`` index), deletes them (BatchWriteItem), releases the conversation's hold
+#: the table), deletes them (BatchWriteItem), releases the conversation's hold
 #: (UpdateItem), and reads and deletes the turn's objects (listed under its prefixes, deleted in batches).
 PURGE_TIMELINE: Final = ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem")
 PURGE_BLOBS: Final = ("s3:DeleteObject", "s3:GetObject")
