@@ -150,7 +150,7 @@ class DynamoDBChatMemory:
         client: DynamoDBClient | None = None,
         s3_client: S3Client | None = None,
         bucket: str | None = None,
-        compress_threshold: int = 512,
+        compress_threshold: int = 256,
         inline_limit: int = 64 * 1024,
         compress_level: int = 6,
         consistent_reads: bool = True,
@@ -162,8 +162,9 @@ class DynamoDBChatMemory:
         blobs = None
         if bucket is not None:
             blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
-        # Most messages are a few hundred bytes: compressing them would save no write unit. A card carries
-        # its form's schema and is often just over 1 KB: compressed (preset dictionary), it bills one unit.
+        # A card carries its form's schema and is often just over 1 KB: compressed (preset dictionary), it bills
+        # one write unit. Messages of a few hundred bytes are compressed too: the model's context reads the
+        # latest window of them on every model call, and a read is billed per 4 KB it returns.
         self.codec = BodyCodec(
             blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
         )

@@ -9,10 +9,13 @@ The item of a turn::
     body              S|B the snapshot JSON: plain text when small, zlib-compressed binary otherwise
     bodyRef           S   instead of body: S3 key of a gzip object, for snapshots too large for an item
     cancelRequested   BOOL monotonic: only request_cancel (or a save of a turn that carries it) sets it,
-                          no save clears it
+                          no save clears it; absent until then
     updatedAt         N   store-clock epoch seconds of the last snapshot write
-    runnableShard     S   present only while READY/RUNNING: the sparse "runnable" index the sweeper reads
-    leaseId, leaseOwner S, leaseExpiresAt N   present only while leased
+    runnableShard S, runnableSince N          present only while READY/RUNNING: the sparse, keys-only
+                          "runnable" index the sweeper reads; both keep their value while the turn stays
+                          runnable, so its saves and claims write nothing to the index
+    leaseId S, leaseExpiresAt N               present only while leased (``leaseOwner``, on items written
+                          before, is removed with them)
     overdueShard S, waitExpiresAt N           present only while blocked on a wait with a deadline: the
                           sparse "overdue" index (find_overdue)
     expiresAt         N   TTL: ``turn.retain_until`` of a terminal turn (DynamoDB deletes it after that)
@@ -23,7 +26,8 @@ The item of a turn::
 
 Semantics are those of :class:`agentturn.store.InMemoryTurnStore`, which is the reference; the contract
 suite in ``tests/contract`` runs the same tests against both. Each operation is one DynamoDB request
-(``find_runnable`` / ``find_overdue``: one Query per shard; ``save``: two in the one case where it finds
+(``find_runnable`` / ``find_overdue``: one Query per shard, ``find_runnable`` then one BatchGetItem per
+100 candidates; ``save``: two in the one case where it finds
 a cancel requested after its turn was loaded; a spilled body adds one S3 PUT per save, one GET per load).
 Conditional writes ask for ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so a lost condition is told
 apart (not found / lease lost / version conflict, with the stored version) without another read.
@@ -329,16 +333,17 @@ class DynamoDBTurnStore:
             _STATUS: {"S": stored.status.value},
             _CONVERSATION: {"S": stored.conversation_id},
             _UPDATED_AT: {"N": number(now)},
-            _CANCEL: {"BOOL": stored.cancel_requested},
             WRITE_ID: {"S": write_id},
             **body,
         }
+        if stored.cancel_requested:
+            # Absent means "not requested" (the save conditions read it so): every byte of an item is billed.
+            item[_CANCEL] = {"BOOL": True}
         derived, _ = self._derived(stored, now)
         item.update({_NAMES[placeholder]: value for placeholder, value in derived.items()})
         if lease is not None:
             # Created already claimed (a synchronous run): one write instead of a Put and a claim.
             item[_NAMES["#lid"]] = {"S": lease.lease_id}
-            item[_NAMES["#lo"]] = {"S": lease.worker_id}
             item[_NAMES["#lx"]] = {"N": number(lease.expires_at)}
         try:
             self.client.put_item(
@@ -508,7 +513,9 @@ class DynamoDBTurnStore:
         condition = (
             "attribute_exists(#tid) AND #st IN (:ready, :running) AND (attribute_not_exists(#lx) OR #lx <= :now)"
         )
-        update = "SET #lid = :lid, #lo = :lo, #lx = :lx"
+        # The holder's worker id is not stored (the lease id fences; who held it is in the worker's logs): every
+        # byte of the item is billed again on each of its writes.
+        update = "SET #lid = :lid, #lx = :lx"
         try:
             # ALL_NEW hands the snapshot back with the claim: the worker needs no read before it starts.
             response = self.client.update_item(
@@ -519,7 +526,6 @@ class DynamoDBTurnStore:
                 ExpressionAttributeNames=_names(update + condition),
                 ExpressionAttributeValues={
                     ":lid": {"S": lease.lease_id},
-                    ":lo": {"S": worker_id},
                     ":lx": {"N": number(lease.expires_at)},
                     ":now": {"N": number(now)},
                     **_RUNNABLE_VALUES,
