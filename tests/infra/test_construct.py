@@ -139,8 +139,7 @@ def test_existing_resources_are_used_and_none_is_created(existing: tuple[AgentTu
 
 def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[AgentTurn, dict[str, Any]]) -> None:
     system, template = existing
-    timeline = {CONVERSATIONS_ARN: TIMELINE, f"{CONVERSATIONS_ARN}/index/model": TIMELINE,
-                f"{CONVERSATIONS_ARN}/index/byMessageId": TIMELINE}  # fmt: skip
+    timeline = {CONVERSATIONS_ARN: TIMELINE}
     blobs = {f"{BUCKET_ARN}/turns/*": BLOBS, f"{BUCKET_ARN}/conversations/*": BLOBS}
     expected = {
         "run": {TURNS_ARN: {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
@@ -150,7 +149,7 @@ def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[A
         "worker": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:UpdateItem"}, **timeline, **blobs,
                    QUEUE_ARN: {"sqs:SendMessage", *CONSUME}},
         # It finishes stranded cancels (and, by default, expires overdue waits): load, save, project.
-        "sweeper": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+        "sweeper": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
                     f"{TURNS_ARN}/index/runnable": {"dynamodb:Query"}, f"{TURNS_ARN}/index/overdue": {"dynamodb:Query"},
                     **timeline, **blobs, QUEUE_ARN: {"sqs:SendMessage"}},
     }  # fmt: skip

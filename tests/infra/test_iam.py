@@ -82,7 +82,7 @@ def _ids(synth: Synth) -> dict[str, str]:
 
 def _timeline(ids: dict[str, str]) -> dict[str, set[str]]:
     c = ids["conversations"]
-    return {c: TIMELINE, f"{c}/index/model": TIMELINE, f"{c}/index/byMessageId": TIMELINE}
+    return {c: TIMELINE}
 
 
 def _blobs(ids: dict[str, str]) -> dict[str, set[str]]:
@@ -118,8 +118,9 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             "*": XRAY,
         },
         "sweeper": {
-            # By default it also closes overdue waits: what a submission would need, plus both indexes.
-            turns: {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+            # By default it also closes overdue waits: what a submission would need, plus both indexes (and
+            # the runnable candidates' items: the keys-only index holds no lease).
+            turns: {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
             f"{turns}/index/runnable": {"dynamodb:Query"},
             f"{turns}/index/overdue": {"dynamodb:Query"},
             **_timeline(ids),

@@ -83,14 +83,17 @@ def test_the_definitions_are_plain_data_for_the_cdk_stack() -> None:
     assert {a["AttributeName"] for a in request["AttributeDefinitions"]} == {
         "turnId",
         "runnableShard",
-        "updatedAt",
+        "runnableSince",
         "overdueShard",
         "waitExpiresAt",
     }
     assert {i["IndexName"]: i["Projection"]["ProjectionType"] for i in request["GlobalSecondaryIndexes"]} == {
-        "runnable": "INCLUDE",
+        "runnable": "KEYS_ONLY",
         "overdue": "INCLUDE",
     }
+    # The timeline has no index (its key tells model entries from cards)
+    conversations = CONVERSATIONS_TABLE.create_table_request("conversations")
+    assert "LocalSecondaryIndexes" not in conversations and "GlobalSecondaryIndexes" not in conversations
     assert IDEMPOTENCY_TABLE.partition_key.name == "id"
     assert IDEMPOTENCY_TABLE.ttl_attribute == "expiration"
 

@@ -218,6 +218,29 @@ def test_a_save_whose_retries_all_fail_after_it_landed_leaves_a_readable_turn(fa
     assert loaded.version == 2 and loaded.status is TurnStatus.RUNNING
 
 
+@pytest.mark.parametrize("kind", ["after", "throttle", "before_exhausted"])
+def test_the_sweepers_read_of_its_candidates_under_sdk_faults(faulty: Faulty, kind: FaultKind) -> None:
+    # GIVEN an idle READY turn and one leased by a live worker, both in the keys-only runnable index
+    idle = faulty.store.create(new_turn())
+    held = faulty.store.create(new_turn())
+    faulty.clock.advance(300)
+    assert faulty.store.claim(held.id, "live-worker", LEASE) is not None
+
+    # WHEN the sweeper's BatchGetItem of the candidates loses its answer, is throttled, or fails every attempt
+    faulty.fail("dynamodb.BatchGetItem", kind)
+    if kind == "before_exhausted":
+        # THEN a read that never got through is a retryable storage error (the next sweep reads again)
+        with pytest.raises(StorageUnavailableError):
+            faulty.store.find_runnable(idle_seconds=60)
+        found = faulty.store.find_runnable(idle_seconds=60)
+    else:
+        found = faulty.store.find_runnable(idle_seconds=60)
+
+    # THEN (after botocore's retry) the sweep finds the idle turn and not the held one, with its version
+    assert faulty.injector.fired == {f"dynamodb.BatchGetItem:{kind}": 1}, faulty.injector.fired
+    assert [(r.turn_id, r.version) for r in found] == [(idle.id, 1)]
+
+
 # ------------------------------------------------------------------------------------------ chat memory
 
 

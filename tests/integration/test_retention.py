@@ -95,9 +95,10 @@ def stream_event(item: dict[str, Any], *, principal: str | None) -> dict[str, An
 def deployment(dynamodb_local: Emulator, moto_server: Emulator) -> Deployment:
     session = aws_session(dynamodb_local, moto_server)
     clock = FakeClock()
-    # Small inline limits: the snapshot and the cards go to S3, as large ones do in production.
+    # Small inline limits: the snapshot and the timeline entries go to S3, as large ones do in production (compressed,
+    # a card is a few hundred bytes).
     store = session.turn_store(session.fresh_turns_table(), clock, inline_limit=512)
-    memory = session.chat_memory(session.fresh_conversations_table(), inline_limit=256)
+    memory = session.chat_memory(session.fresh_conversations_table(), inline_limit=64)
     cleaner = RetentionCleaner(memory.table_name, client=session.dynamodb, s3_client=session.s3, bucket=session.bucket)
     runner = Runner(store=store, chat_memory=memory, agents=demo_agents(), clock=clock)
     return Deployment(session, store, memory, cleaner, runner)

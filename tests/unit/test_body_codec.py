@@ -12,9 +12,13 @@ import boto3
 import pytest
 from tests.support.emulators import Emulator, boto3_session_kwargs
 
+from agentturn.aws import body_dictionary
 from agentturn.aws._support import MAX_INLINE_BODY
-from agentturn.aws.body_codec import BODY, BODY_REF, CORRUPT_BODY, BlobStore, BodyCodec
+from agentturn.aws.body_codec import BODY, BODY_REF, CORRUPT_BODY, BlobStore, BodyCodec, decode_inline, inline_body
 from agentturn.errors import BodyMissingError, BodyTooLargeError
+
+#: The Adler-32 of body_dictionary.SNAPSHOT_V1, written down when it was first used to store bodies.
+SNAPSHOT_V1_ADLER32 = 0x21EC1E79
 
 
 def _text(size: int) -> str:
@@ -47,12 +51,58 @@ def test_inline_bodies_round_trip_plain_below_the_threshold_and_zlib_from_it(siz
     # WHEN it is encoded
     item = codec.encode(text, object_key=_never_called, what="entry 'e'")
 
-    # THEN it is inline, as text below the threshold and as zlib bytes from it, and decodes to the same text
+    # THEN it is inline, as text below the threshold and as zlib bytes from it (compressed with the current
+    # preset dictionary, which any zlib reads given that dictionary), and decodes to the same text
     assert list(item) == [BODY]
     assert list(item[BODY]) == [kind]
     if kind == "B":
-        assert zlib.decompress(item[BODY]["B"]).decode() == text
+        reader = zlib.decompressobj(zlib.MAX_WBITS, body_dictionary.CURRENT)
+        assert reader.decompress(item[BODY]["B"]).decode() == text
     assert codec.decode(item, what="entry 'e'") == text
+
+
+def test_a_body_compressed_before_the_dictionaries_still_decodes() -> None:
+    # GIVEN a body stored as plain zlib (no preset dictionary), as every body was before them
+    text = json.dumps({"status": "WAITING_FOR_USER", "messages": ["x" * 300]})
+    item = {BODY: {"B": zlib.compress(text.encode(), 6)}}
+
+    # WHEN it is decoded, THEN it reads as it was written
+    assert BodyCodec().decode(item, what="entry 'e'") == text
+
+
+def test_the_preset_dictionary_makes_a_snapshot_smaller_than_plain_zlib() -> None:
+    # GIVEN a snapshot-shaped body: the field names every turn repeats, around words of its own
+    text = json.dumps(
+        {"schemaVersion": 1, "id": uuid.uuid4().hex, "status": "WAITING_FOR_USER", "phase": "TOOLS",
+         "messages": [{"messageId": f"{uuid.uuid4().hex}:m:0000{i}", "type": "user", "content": f"question {i}",
+                       "modelVisible": True} for i in range(3)],
+         "suspension": {"type": "USER_INPUT", "correlationId": "call-1", "resumePhase": "TOOLS"}},
+        separators=(",", ":"),
+    )  # fmt: skip
+
+    # WHEN it is encoded with and without the dictionary
+    with_dictionary = inline_body(text, compress_threshold=1, level=6)
+    plain = inline_body(text, compress_threshold=1, level=6, dictionary=None)
+
+    # THEN the dictionary saves bytes (the vocabulary costs back-references, not literals), both decode
+    assert len(with_dictionary["B"]) < len(plain["B"]) - 40
+    assert decode_inline(with_dictionary) == decode_inline(plain) == text
+
+
+def test_a_body_naming_an_unknown_dictionary_is_corrupt_not_misread() -> None:
+    # GIVEN a body compressed with a dictionary this code does not know
+    compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS, 9, zlib.Z_DEFAULT_STRATEGY, b"another vocabulary")
+    item = {BODY: {"B": compressor.compress(b'{"status":"READY"}') + compressor.flush()}}
+
+    # WHEN it is decoded, THEN it fails as a corrupt body does (the adapters then count it unreadable)
+    with pytest.raises(CORRUPT_BODY):
+        BodyCodec().decode(item, what="entry 'e'")
+
+
+def test_the_stored_dictionaries_are_never_edited() -> None:
+    # Bodies name their dictionary by its Adler-32: editing one would make every body written with it unreadable.
+    assert sorted(body_dictionary.DICTIONARIES) == [zlib.adler32(body_dictionary.SNAPSHOT_V1)]
+    assert zlib.adler32(body_dictionary.SNAPSHOT_V1) == SNAPSHOT_V1_ADLER32
 
 
 def test_a_body_over_the_inline_limit_is_spilled_to_s3_under_the_callers_key(blobs: BlobStore) -> None:

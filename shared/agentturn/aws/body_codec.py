@@ -3,7 +3,9 @@
 A body is text (what a :class:`~agentturn.serializer.Serializer` made of the model). In an item it is one of:
 
 ``body`` ``S``      the text itself, when it is smaller than ``compress_threshold``
-``body`` ``B``      the text zlib-compressed, up to ``inline_limit`` bytes
+``body`` ``B``      the text zlib-compressed, up to ``inline_limit`` bytes; with a preset dictionary of
+                    :mod:`agentturn.aws.body_dictionary` (named in the zlib header), or without one
+                    (bodies written before the dictionaries)
 ``bodyRef`` ``S``   the key of a gzip object in S3 (``aws s3 cp … - | gunzip`` reads it), when larger
 
 :meth:`BodyCodec.encode` writes the S3 object *before* the caller writes the item, so an item never points
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from agentturn.aws import body_dictionary
 from agentturn.aws._support import MAX_INLINE_BODY, AttributeValue, Item, as_str, error_code
 from agentturn.errors import BodyMissingError, BodyTooLargeError
 
@@ -39,12 +42,38 @@ BODY: Final = "body"
 BODY_REF: Final = "bodyRef"
 
 
-def inline_body(text: str, *, compress_threshold: int, level: int) -> AttributeValue:
-    """A body as an attribute value: plain text (``S``) when small, zlib (``B``) from ``compress_threshold``."""
+#: The FDICT bit of a zlib header's second byte: a 4-byte DICTID (the dictionary's Adler-32) follows.
+_FDICT: Final = 0x20
+
+
+def inline_body(
+    text: str, *, compress_threshold: int, level: int, dictionary: bytes | None = body_dictionary.CURRENT
+) -> AttributeValue:
+    """A body as an attribute value: plain text (``S``) when small, zlib (``B``) from ``compress_threshold``,
+    with ``dictionary`` as its preset dictionary (``None``: none)."""
     raw = text.encode()
     if len(raw) < compress_threshold:
         return {"S": text}
-    return {"B": zlib.compress(raw, level)}
+    if dictionary is None:
+        return {"B": zlib.compress(raw, level)}
+    compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS, 9, zlib.Z_DEFAULT_STRATEGY, dictionary)
+    return {"B": compressor.compress(raw) + compressor.flush()}
+
+
+def inflate(data: bytes) -> bytes:
+    """The bytes of a zlib stream, with the preset dictionary its header names (``zlib.error`` for a
+    dictionary that is not one of :data:`~agentturn.aws.body_dictionary.DICTIONARIES`, or corrupt bytes)."""
+    if len(data) < 6 or not data[1] & _FDICT:
+        return zlib.decompress(data)
+    dictionary_id = int.from_bytes(data[2:6], "big")
+    dictionary = body_dictionary.DICTIONARIES.get(dictionary_id)
+    if dictionary is None:
+        raise zlib.error(f"the body names an unknown preset dictionary {dictionary_id:#010x}")
+    decompressor = zlib.decompressobj(zlib.MAX_WBITS, dictionary)
+    out = decompressor.decompress(data)
+    if not decompressor.eof or decompressor.unused_data:
+        raise zlib.error("the compressed body is truncated or has trailing bytes")
+    return out
 
 
 def attribute_size(value: AttributeValue) -> int:
@@ -57,7 +86,7 @@ def decode_inline(value: AttributeValue) -> str:
     """The text of an inline body; ``zlib.error`` / ``UnicodeDecodeError`` for corrupt bytes."""
     if "S" in value:
         return str(value["S"])
-    return zlib.decompress(bytes(value["B"])).decode()
+    return inflate(bytes(value["B"])).decode()
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,16 @@
 
 Items of a conversation (partition key ``conversationId``)::
 
-    sk = "t#<sort_key>\\x1f<message_id>"   a timeline entry: messageId, body (S JSON, or B zlib, or bodyRef
-                                           to S3), modelSk (= sk, on model-visible entries only), and on
-                                           cards their version and type (the compare-and-set condition)
-                                           and cardId (= messageId: the sparse byMessageId index)
+    sk = "t#<sort_key>\\x1f<message_id>"   a model-visible entry (user, ai, tool message): messageId, body
+                                           (S JSON, or B zlib, or bodyRef to S3)
+    sk = "c#<sort_key>\\x1f<message_id>"   a card (form, approval): the same, plus its version and type (the
+                                           compare-and-set condition)
     sk = "head"                            the conversation's head: activeTurnId
+
+The table has no index: what a query needs is in the key. The model's context is one Query of the ``t#``
+range (cards, which carry whole form schemas, are never read for it); the timeline merges the ``t#`` and
+``c#`` ranges; a card is found by id walking the ``c#`` range from its end. (Two local indexes did this
+before, and every index write of an entry was billed as a write unit more.)
 
 ``\\x1f`` sorts below every character a sort key uses, so entries are ordered by ``(sort_key, message_id)``
 exactly as the in-memory reference orders them. Because the message id is part of the key, appending an
@@ -14,12 +19,11 @@ entry that is already there is a failed condition, not a duplicate. (An entry is
 key *and* id; the projection derives both deterministically from the snapshot, so a re-projected entry
 always has the same pair.)
 
-Requests: ``get_messages`` / ``get_model_messages`` one Query (more only past 1 MB of results),
+Requests: ``get_model_messages`` one Query, ``get_messages`` two (more only past 1 MB of results),
 ``append`` one PutItem, ``append_all`` one BatchWriteItem per 25 model messages (plus one PutItem per
 card), ``update_message`` one conditional PutItem, ``get_active_turn`` one GetItem, ``set_active_turn``
-one conditional UpdateItem; ``get_message`` of a card one Query on the sparse ``byMessageId`` index (plus a
-GetItem where the emulator does not fetch unprojected attributes, as moto does not); of a model message,
-which nothing in the runtime asks for, a Query walking the conversation back from its end.
+one conditional UpdateItem; ``get_message`` a Query walking the cards back from the newest (a model message,
+which nothing in the runtime asks for by id, walks the model entries after that).
 
 Writes whose answer is lost (DESIGN invariant 10): every conditional write asks for the item its condition
 saw (``ALL_OLD``), and finding there its own nonce (``writeId`` on entries; the turn id it set on the head)
@@ -73,25 +77,22 @@ _MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
 
 _CID: Final = tables.CONVERSATION_ID
 _SK: Final = tables.ENTRY_KEY
-_MODEL_SK: Final = tables.MODEL_KEY
 _MESSAGE_ID: Final = tables.MESSAGE_ID
-_CARD_ID: Final = tables.CARD_ID
 _BODY: Final = BODY
 _BODY_REF: Final = BODY_REF
 _VERSION: Final = "version"
 _TYPE: Final = "type"
 _ACTIVE_TURN: Final = "activeTurnId"
 
-_ENTRY_PREFIX: Final = "t#"
+_MODEL_PREFIX: Final = tables.MODEL_ENTRY_PREFIX
+_CARD_PREFIX: Final = tables.CARD_ENTRY_PREFIX
 _SEPARATOR: Final = "\x1f"
 _HEAD: Final = "head"
 
 _NAMES: Final = {
     "#cid": _CID,
     "#sk": _SK,
-    "#msk": _MODEL_SK,
     "#mid": _MESSAGE_ID,
-    "#card": _CARD_ID,
     "#v": _VERSION,
     "#type": _TYPE,
     "#at": _ACTIVE_TURN,
@@ -112,12 +113,19 @@ class TimelineWriteError(StorageUnavailableError):
     """Timeline entries could not be written (still throttled after bounded retries): retryable later."""
 
 
-def entry_key(sort_key: str, message_id: str) -> str:
-    return f"{_ENTRY_PREFIX}{sort_key}{_SEPARATOR}{message_id}"
+def entry_key(message: TimelineMessage) -> str:
+    """The item key of ``message``: its range (model-visible or card), sort key and id."""
+    prefix = _MODEL_PREFIX if message.model_visible else _CARD_PREFIX
+    return f"{prefix}{message.sort_key}{_SEPARATOR}{message.message_id}"
 
 
 def _sort_key_of(key: str, message_id: str) -> str:
-    return key[len(_ENTRY_PREFIX) : len(key) - len(message_id) - len(_SEPARATOR)]
+    return key[len(_CARD_PREFIX) : len(key) - len(message_id) - len(_SEPARATOR)]
+
+
+def _order(item: Item) -> str:
+    """``sort_key + "\\x1f" + message_id`` of an entry item: the timeline's order across both ranges."""
+    return (as_str(item.get(_SK)) or "")[len(_MODEL_PREFIX) :]
 
 
 def _require_id(message: TimelineMessage) -> None:
@@ -142,7 +150,7 @@ class DynamoDBChatMemory:
         client: DynamoDBClient | None = None,
         s3_client: S3Client | None = None,
         bucket: str | None = None,
-        compress_threshold: int = 4096,
+        compress_threshold: int = 256,
         inline_limit: int = 64 * 1024,
         compress_level: int = 6,
         consistent_reads: bool = True,
@@ -154,7 +162,9 @@ class DynamoDBChatMemory:
         blobs = None
         if bucket is not None:
             blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
-        # Most messages are a few hundred bytes: compressing them would cost CPU and save no write unit.
+        # A card carries its form's schema and is often just over 1 KB: compressed (preset dictionary), it bills
+        # one write unit. Messages of a few hundred bytes are compressed too: the model's context reads the
+        # latest window of them on every model call, and a read is billed per 4 KB it returns.
         self.codec = BodyCodec(
             blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
         )
@@ -185,7 +195,7 @@ class DynamoDBConversation:
 
     def _item(self, message: TimelineMessage) -> Item:
         """The entry's item (its spilled body, if any, already written), with a fresh ``writeId``."""
-        key = entry_key(message.sort_key, message.message_id)
+        key = entry_key(message)
         text = self._serializer.dumps(message)
         write_id = new_write_id()
         item: Item = {
@@ -201,12 +211,9 @@ class DynamoDBConversation:
                 what=f"timeline entry {message.message_id!r}",
             )
         )
-        if message.model_visible:
-            item[_MODEL_SK] = {"S": key}
         if isinstance(message, FormMessage | ApprovalMessage):
             item[_VERSION] = {"N": str(message.version)}
             item[_TYPE] = {"S": message.type}
-            item[_CARD_ID] = {"S": message.message_id}
         return item
 
     def _object_key(self, key: str, write_id: str, *, immutable: bool) -> str:
@@ -241,15 +248,12 @@ class DynamoDBConversation:
 
     # ------------------------------------------------------------------ reads
 
-    def _query(self, index: str | None, key_attribute: str, limit: int | None) -> list[Item]:
-        """Entries of this conversation, latest ``limit`` (all for ``None``), oldest first."""
+    def _query(self, prefix: str, limit: int | None) -> list[Item]:
+        """Entries of this conversation in the ``prefix`` range, latest ``limit`` (all for ``None``), oldest first."""
         if limit is not None and limit <= 0:
             return []
-        placeholder = "#sk" if key_attribute == _SK else "#msk"
-        condition = f"#cid = :cid AND begins_with({placeholder}, :prefix)"
+        condition = "#cid = :cid AND begins_with(#sk, :prefix)"
         kwargs: dict[str, Any] = {}
-        if index is not None:
-            kwargs["IndexName"] = index
         items: list[Item] = []
         start: Item | None = None
         while True:
@@ -261,7 +265,7 @@ class DynamoDBConversation:
                 TableName=self._table,
                 KeyConditionExpression=condition,
                 ExpressionAttributeNames=_names(condition),
-                ExpressionAttributeValues={":cid": {"S": self.conversation_id}, ":prefix": {"S": _ENTRY_PREFIX}},
+                ExpressionAttributeValues={":cid": {"S": self.conversation_id}, ":prefix": {"S": prefix}},
                 ConsistentRead=self._consistent,
                 # The latest N: read backwards from the end, then turn the page around.
                 ScanIndexForward=limit is None,
@@ -276,44 +280,19 @@ class DynamoDBConversation:
         return items
 
     def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
-        return [self._decode(item, _TIMELINE) for item in self._query(None, _SK, limit)]
+        # The latest ``limit`` of both ranges hold the latest ``limit`` of the merged timeline.
+        items = sorted(self._query(_MODEL_PREFIX, limit) + self._query(_CARD_PREFIX, limit), key=_order)
+        if limit is not None:
+            items = items[-limit:] if limit > 0 else []
+        return [self._decode(item, _TIMELINE) for item in items]
 
     def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
-        items = self._query(tables.MODEL_INDEX, _MODEL_SK, limit)
-        return [self._decode(item, _MODEL) for item in items]
+        return [self._decode(item, _MODEL) for item in self._query(_MODEL_PREFIX, limit)]
 
-    def _locate(self, message_id: str) -> Item | None:
-        """The card with ``message_id``, from the sparse byMessageId index (fetched from the table if needed)."""
-        condition = "#cid = :cid AND #card = :mid"
-        response = self._client.query(
-            TableName=self._table,
-            IndexName=tables.MESSAGE_ID_INDEX,
-            KeyConditionExpression=condition,
-            ExpressionAttributeNames=_names(condition),
-            ExpressionAttributeValues={":cid": {"S": self.conversation_id}, ":mid": {"S": message_id}},
-            ConsistentRead=self._consistent,
-            # On an LSI, DynamoDB fetches unprojected attributes from the table within the same request.
-            Select="ALL_ATTRIBUTES",
-            Limit=1,
-        )
-        items = response.get("Items", [])
-        if not items:
-            return None
-        item = cast("Item", items[0])
-        if _BODY not in item and _BODY_REF not in item:
-            # moto returns only the projected keys: read the item itself.
-            got = self._client.get_item(
-                TableName=self._table,
-                Key={_CID: item[_CID], _SK: item[_SK]},
-                ConsistentRead=self._consistent,
-            )
-            item = cast("Item | None", got.get("Item")) or item
-        return item
-
-    def _search(self, message_id: str) -> Item | None:
-        """Any entry by id, reading the conversation from the end: the index holds cards only, and nothing in
-        the runtime looks up a model message by id, so that lookup may cost a walk instead of a write unit
-        on every message."""
+    def _search(self, prefix: str, message_id: str) -> Item | None:
+        """The entry with ``message_id`` in the ``prefix`` range, walking it back from its end: a card looked
+        up by id (the projection's repair, a card whose sort key moved) is nearly always one of the newest,
+        and an index to find it would bill a write unit on every card write."""
         condition = "#cid = :cid AND begins_with(#sk, :prefix)"
         kwargs: dict[str, Any] = {}
         while True:
@@ -324,7 +303,7 @@ class DynamoDBConversation:
                 ExpressionAttributeNames=_names(condition + "#mid"),
                 ExpressionAttributeValues={
                     ":cid": {"S": self.conversation_id},
-                    ":prefix": {"S": _ENTRY_PREFIX},
+                    ":prefix": {"S": prefix},
                     ":mid": {"S": message_id},
                 },
                 ConsistentRead=self._consistent,
@@ -340,7 +319,7 @@ class DynamoDBConversation:
             kwargs["ExclusiveStartKey"] = start
 
     def get_message(self, message_id: str) -> TimelineMessage | None:
-        item = self._locate(message_id) or self._search(message_id)
+        item = self._search(_CARD_PREFIX, message_id) or self._search(_MODEL_PREFIX, message_id)
         if item is None or (_BODY not in item and _BODY_REF not in item):
             return None
         return self._decode(item, _TIMELINE)
@@ -377,7 +356,7 @@ class DynamoDBConversation:
         for message in messages:
             if message.model_visible:
                 # A batch may not name a key twice; the first occurrence wins, as in the reference.
-                immutable.setdefault(entry_key(message.sort_key, message.message_id), message)
+                immutable.setdefault(entry_key(message), message)
             else:
                 cards.append(message)
         if len(immutable) == 1:
@@ -390,13 +369,13 @@ class DynamoDBConversation:
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
         _require_id(message)
-        key = entry_key(message.sort_key, message.message_id)
+        key = entry_key(message)
         outcome = self._replace_card(message, expected_version)
         if outcome is not None:
             return outcome
         # Nothing under the key the card names: its sort key differs from the stored one. Find the entry by
         # id and update it where it is, keeping the stored position (as the reference does).
-        located = self._locate(message.message_id)
+        located = self._search(_CARD_PREFIX, message.message_id)
         if located is None:
             return False
         stored_key = as_str(located.get(_SK)) or key

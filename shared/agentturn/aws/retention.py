@@ -6,8 +6,9 @@ hold leaves only through this consumer of the turns table's stream (``OLD_IMAGE`
 * the turn's S3 objects: every object under ``turns/<turnId>/`` (the current body, and bodies written by
   saves that failed or lost their answer, which the store never deletes itself);
 * the turn's timeline entries — its user message, AI and tool messages, cards — which are exactly the
-  conversation's items whose key starts with ``t#<turn.createdAt>#<turnId>#`` (the projection gives every
-  entry of a turn that prefix), and each entry's S3 objects (a spilled body; every version of a card);
+  conversation's items whose key starts with ``t#<turn.createdAt>#<turnId>#`` (model-visible entries) or
+  ``c#<turn.createdAt>#<turnId>#`` (cards) (the projection gives every entry of a turn that sort-key
+  prefix), and each entry's S3 objects (a spilled body; every version of a card);
 * the conversation head, if it still names the turn (a turn that ended without letting go).
 
 Why a stream consumer and not a TTL attribute on timeline items: entries are written while the turn runs,
@@ -49,7 +50,7 @@ _log = logging.getLogger("agentturn.aws.retention")
 
 #: Who deletes an item when its TTL passes, as the stream record says it.
 TTL_PRINCIPAL: Final = "dynamodb.amazonaws.com"
-_ENTRY_PREFIX: Final = "t#"
+_ENTRY_PREFIXES: Final = (tables.MODEL_ENTRY_PREFIX, tables.CARD_ENTRY_PREFIX)
 _BATCH: Final = 25
 _DELETE_OBJECTS: Final = 1000
 _BATCH_ATTEMPTS: Final = 8
@@ -193,16 +194,24 @@ class RetentionCleaner:
         return value if isinstance(value, str) and value else None
 
     def _entries(self, turn: RemovedTurn, created_at: str | None) -> list[Item]:
-        """The turn's timeline items (keys, message id, body reference, card id)."""
-        names = {"#cid": tables.CONVERSATION_ID, "#sk": tables.ENTRY_KEY, "#mid": tables.MESSAGE_ID}
-        values: dict[str, Any] = {":cid": {"S": turn.conversation_id}, ":mine": {"S": f"{turn.turn_id}:"}}
-        if created_at is not None:
-            values[":prefix"] = {"S": f"{_ENTRY_PREFIX}{created_at}#{turn.turn_id}#"}
-        else:
+        """The turn's timeline items (keys, message id, body reference), model-visible entries and cards."""
+        if created_at is None:
             # The body is gone (a retry after the turn's objects were deleted): walk the conversation and keep
             # the entries whose id is the turn's. Exact, only slower.
             _log.warning("turn %r: no body to read its timeline prefix from; scanning its conversation", turn.turn_id)
-            values[":prefix"] = {"S": _ENTRY_PREFIX}
+        found: list[Item] = []
+        for range_prefix in _ENTRY_PREFIXES:
+            prefix = range_prefix if created_at is None else f"{range_prefix}{created_at}#{turn.turn_id}#"
+            found += self._entries_under(turn, prefix)
+        return found
+
+    def _entries_under(self, turn: RemovedTurn, prefix: str) -> list[Item]:
+        names = {"#cid": tables.CONVERSATION_ID, "#sk": tables.ENTRY_KEY, "#mid": tables.MESSAGE_ID}
+        values: dict[str, Any] = {
+            ":cid": {"S": turn.conversation_id},
+            ":mine": {"S": f"{turn.turn_id}:"},
+            ":prefix": {"S": prefix},
+        }
         kwargs: dict[str, Any] = {}
         found: list[Item] = []
         while True:
@@ -211,7 +220,7 @@ class RetentionCleaner:
                 KeyConditionExpression="#cid = :cid AND begins_with(#sk, :prefix)",
                 # Entries of a turn carry ids "<turnId>:m:…", "<turnId>:input:…", "<turnId>:approval:…".
                 FilterExpression="begins_with(#mid, :mine)",
-                ProjectionExpression="#cid, #sk, #mid, bodyRef, cardId",
+                ProjectionExpression="#cid, #sk, #mid, bodyRef",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ConsistentRead=True,
@@ -233,7 +242,7 @@ class RetentionCleaner:
             ref = as_str(entry.get("bodyRef"))
             if ref is not None:
                 deleted += self._delete_keys([ref])
-            if tables.CARD_ID in entry or (
+            if key.startswith(tables.CARD_ENTRY_PREFIX) or (
                 ref is not None and ref.startswith(f"{self.conversation_key_prefix}{digest}/")
             ):
                 # Cards get one object per write; earlier versions (and writes that lost) share this prefix.

@@ -111,8 +111,13 @@ TURN_ID: Final = "turnId"
 #: Present only while the turn is runnable (READY/RUNNING): the sparse index's partition key. Its value is
 #: one of ``RUNNABLE_SHARDS`` shards, so sweeping never funnels every runnable turn through one partition.
 RUNNABLE_SHARD: Final = "runnableShard"
-#: Store-clock time (epoch seconds) of the last snapshot write: the sparse index's sort key.
+#: Store-clock time (epoch seconds) of the last snapshot write (what the sweeper's idle test reads).
 UPDATED_AT: Final = "updatedAt"
+#: Store-clock time (epoch seconds) the turn last became runnable: the sparse runnable index's sort key. It
+#: is set when the turn enters READY/RUNNING and kept, unchanged, by every write while it stays runnable, so
+#: saves, claims and renewals of a runnable turn write nothing to the index (an index write is billed only
+#: when the item enters or leaves it, or when a key or projected attribute changes).
+RUNNABLE_SINCE: Final = "runnableSince"
 TURN_VERSION: Final = "version"
 LEASE_EXPIRES_AT: Final = "leaseExpiresAt"
 RUNNABLE_INDEX: Final = "runnable"
@@ -134,10 +139,11 @@ TURNS_TABLE = TableDefinition(
         IndexDefinition(
             name=RUNNABLE_INDEX,
             partition_key=KeyAttribute(RUNNABLE_SHARD, "S"),
-            sort_key=KeyAttribute(UPDATED_AT, "N"),
-            # What the sweeper decides on, so it never reads a snapshot: version and lease expiry.
-            projection="INCLUDE",
-            non_key_attributes=(TURN_VERSION, LEASE_EXPIRES_AT),
+            sort_key=KeyAttribute(RUNNABLE_SINCE, "N"),
+            # Keys only: a projected version, lease or update time would change on every save and claim of a
+            # runnable turn and bill an index write each time. The sweeper reads what it decides on (version,
+            # lease, update time) from the candidates' items, with one BatchGetItem per 100.
+            projection="KEYS_ONLY",
         ),
         IndexDefinition(
             name=OVERDUE_INDEX,
@@ -154,28 +160,20 @@ TURNS_TABLE = TableDefinition(
 # ---------------------------------------------------------------------------- conversations (timeline)
 
 CONVERSATION_ID: Final = "conversationId"
-#: ``"t#" + entry.sort_key + "\x1f" + entry.message_id`` for timeline entries; ``"head"`` for the
-#: conversation's head item (its active turn).
+#: ``MODEL_ENTRY_PREFIX`` or ``CARD_ENTRY_PREFIX`` + ``entry.sort_key + "\x1f" + entry.message_id`` for
+#: timeline entries; ``"head"`` for the conversation's head item (its active turn).
 ENTRY_KEY: Final = "sk"
-#: Copy of ``sk`` on model-visible entries only: the sparse LSI that lists what the model may see.
-MODEL_KEY: Final = "modelSk"
+#: Model-visible entries (user, ai, tool messages): the model's context is one Query of this range.
+MODEL_ENTRY_PREFIX: Final = "t#"
+#: Cards (forms, approvals): the timeline merges them with the model's range; the model never reads them.
+CARD_ENTRY_PREFIX: Final = "c#"
 MESSAGE_ID: Final = "messageId"
-#: The message id once more, on cards only: the sparse LSI that finds a card by id.
-CARD_ID: Final = "cardId"
-MODEL_INDEX: Final = "model"
-MESSAGE_ID_INDEX: Final = "byMessageId"
 
 CONVERSATIONS_TABLE = TableDefinition(
     logical_name="Conversations",
     partition_key=KeyAttribute(CONVERSATION_ID, "S"),
     sort_key=KeyAttribute(ENTRY_KEY, "S"),
-    local_indexes=(
-        # ALL: the model's context is read from the index alone, in one Query.
-        IndexDefinition(MODEL_INDEX, KeyAttribute(CONVERSATION_ID, "S"), KeyAttribute(MODEL_KEY, "S"), "ALL"),
-        # Cards by id, for the projection's card repair. Sparse (cards only) and KEYS_ONLY: model messages,
-        # most of a timeline, cost no write here (every index write is at least one write unit).
-        IndexDefinition(MESSAGE_ID_INDEX, KeyAttribute(CONVERSATION_ID, "S"), KeyAttribute(CARD_ID, "S"), "KEYS_ONLY"),
-    ),
+    # No index: the key says which range an entry is in (every index write would be a write unit more).
     ttl_attribute=EXPIRES_AT,
 )
 

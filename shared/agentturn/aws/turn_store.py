@@ -9,10 +9,13 @@ The item of a turn::
     body              S|B the snapshot JSON: plain text when small, zlib-compressed binary otherwise
     bodyRef           S   instead of body: S3 key of a gzip object, for snapshots too large for an item
     cancelRequested   BOOL monotonic: only request_cancel (or a save of a turn that carries it) sets it,
-                          no save clears it
+                          no save clears it; absent until then
     updatedAt         N   store-clock epoch seconds of the last snapshot write
-    runnableShard     S   present only while READY/RUNNING: the sparse "runnable" index the sweeper reads
-    leaseId, leaseOwner S, leaseExpiresAt N   present only while leased
+    runnableShard S, runnableSince N          present only while READY/RUNNING: the sparse, keys-only
+                          "runnable" index the sweeper reads; both keep their value while the turn stays
+                          runnable, so its saves and claims write nothing to the index
+    leaseId S, leaseExpiresAt N               present only while leased (``leaseOwner``, on items written
+                          before, is removed with them)
     overdueShard S, waitExpiresAt N           present only while blocked on a wait with a deadline: the
                           sparse "overdue" index (find_overdue)
     expiresAt         N   TTL: ``turn.retain_until`` of a terminal turn (DynamoDB deletes it after that)
@@ -23,7 +26,8 @@ The item of a turn::
 
 Semantics are those of :class:`agentturn.store.InMemoryTurnStore`, which is the reference; the contract
 suite in ``tests/contract`` runs the same tests against both. Each operation is one DynamoDB request
-(``find_runnable`` / ``find_overdue``: one Query per shard; ``save``: two in the one case where it finds
+(``find_runnable`` / ``find_overdue``: one Query per shard, ``find_runnable`` then one BatchGetItem per
+100 candidates; ``save``: two in the one case where it finds
 a cancel requested after its turn was loaded; a spilled body adds one S3 PUT per save, one GET per load).
 Conditional writes ask for ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so a lost condition is told
 apart (not found / lease lost / version conflict, with the stored version) without another read.
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 import zlib
 from dataclasses import dataclass, replace
@@ -75,6 +80,7 @@ from agentturn.errors import (
     LeaseLostError,
     SnapshotUnreadableError,
     StorageError,
+    StorageUnavailableError,
     TurnNotFoundError,
     VersionConflictError,
 )
@@ -104,6 +110,7 @@ _BODY_REF: Final = BODY_REF
 _CANCEL: Final = "cancelRequested"
 _UPDATED_AT: Final = tables.UPDATED_AT
 _SHARD: Final = tables.RUNNABLE_SHARD
+_RUNNABLE_SINCE: Final = tables.RUNNABLE_SINCE
 _LEASE_ID: Final = "leaseId"
 _LEASE_OWNER: Final = "leaseOwner"
 _LEASE_EXPIRES: Final = tables.LEASE_EXPIRES_AT
@@ -126,6 +133,7 @@ _NAMES: Final = {
     "#cx": _CANCEL,
     "#ua": _UPDATED_AT,
     "#shard": _SHARD,
+    "#rs": _RUNNABLE_SINCE,
     "#lid": _LEASE_ID,
     "#lo": _LEASE_OWNER,
     "#lx": _LEASE_EXPIRES,
@@ -146,6 +154,9 @@ _UNDECODABLE: Final = (*CORRUPT_BODY, ValidationError, ValueError)
 _TURN: Final[TypeAdapter[Turn]] = TypeAdapter(Turn)
 #: A body pointer that no longer resolves is re-read this many times (a concurrent save replaced it).
 _LOAD_ATTEMPTS: Final = 3
+#: BatchGetItem takes at most 100 keys; unprocessed keys (throttling) are asked for again this many times.
+_BATCH_GET_SIZE: Final = 100
+_BATCH_GET_ATTEMPTS: Final = 8
 
 
 class _CancelRequestedMeanwhile(Exception):
@@ -162,6 +173,18 @@ class _Landed:
 def _names(expression: str) -> dict[str, str]:
     """The placeholders ``expression`` uses (DynamoDB refuses unused ones)."""
     return {k: v for k, v in _NAMES.items() if k in expression}
+
+
+#: Index keys that keep their stored value when present: the runnable index's keys stay put while the turn
+#: stays runnable, so no save of a runnable turn moves it in the index (a move bills a delete and a put).
+_STABLE: Final = frozenset({"#shard", "#rs"})
+
+
+def _set_expression(placeholder: str) -> str:
+    value = f":{placeholder[1:]}"
+    if placeholder in _STABLE:
+        return f"{placeholder} = if_not_exists({placeholder}, {value})"
+    return f"{placeholder} = {value}"
 
 
 @translates_errors
@@ -186,7 +209,7 @@ class DynamoDBTurnStore:
         s3_client: S3Client | None = None,
         bucket: str | None = None,
         clock: Clock = time.time,
-        compress_threshold: int = 1024,
+        compress_threshold: int = 256,
         inline_limit: int = 64 * 1024,
         compress_level: int = 6,
         runnable_shards: int = tables.RUNNABLE_SHARDS,
@@ -201,7 +224,8 @@ class DynamoDBTurnStore:
         blobs = None
         if bucket is not None:
             blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
-        # Below ~1 KB zlib saves little and costs CPU; items are billed per started KB anyway. Above
+        # Every snapshot but the tiniest is compressed (with the preset dictionary of body_dictionary): a write
+        # is billed per started KB of the item, and compressing a few KB costs tens of microseconds. Above
         # ``inline_limit`` a body costs more as write units than as an S3 PUT + GET (64 KB = 64 WCU/save).
         self.codec = BodyCodec(
             blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
@@ -228,10 +252,12 @@ class DynamoDBTurnStore:
         removes: list[str] = []
         shard = self._shard(turn.id)
         if turn.status.is_runnable:
+            # Both index keys keep the value they had while the turn stays runnable (see _set_expression).
             sets["#shard"] = {"S": shard}
+            sets["#rs"] = {"N": number(now)}
         else:
             # Nothing left to run: the turn leaves the runnable index and its lease ends with this write.
-            removes += ["#shard", "#lid", "#lo", "#lx"]
+            removes += ["#shard", "#rs", "#lid", "#lo", "#lx"]
         deadline = wait_deadline(turn)
         if deadline is not None:
             sets["#oshard"] = {"S": shard}
@@ -307,16 +333,17 @@ class DynamoDBTurnStore:
             _STATUS: {"S": stored.status.value},
             _CONVERSATION: {"S": stored.conversation_id},
             _UPDATED_AT: {"N": number(now)},
-            _CANCEL: {"BOOL": stored.cancel_requested},
             WRITE_ID: {"S": write_id},
             **body,
         }
+        if stored.cancel_requested:
+            # Absent means "not requested" (the save conditions read it so): every byte of an item is billed.
+            item[_CANCEL] = {"BOOL": True}
         derived, _ = self._derived(stored, now)
         item.update({_NAMES[placeholder]: value for placeholder, value in derived.items()})
         if lease is not None:
             # Created already claimed (a synchronous run): one write instead of a Put and a claim.
             item[_NAMES["#lid"]] = {"S": lease.lease_id}
-            item[_NAMES["#lo"]] = {"S": lease.worker_id}
             item[_NAMES["#lx"]] = {"N": number(lease.expires_at)}
         try:
             self.client.put_item(
@@ -414,7 +441,7 @@ class DynamoDBTurnStore:
             removes.append("#body")
         derived, derived_removes = self._derived(stored, now)
         for placeholder, value in derived.items():
-            sets.append(f"{placeholder} = :{placeholder[1:]}")
+            sets.append(_set_expression(placeholder))
             values[f":{placeholder[1:]}"] = value
         removes += derived_removes
         condition = "attribute_exists(#tid) AND #v = :expected AND "
@@ -486,7 +513,9 @@ class DynamoDBTurnStore:
         condition = (
             "attribute_exists(#tid) AND #st IN (:ready, :running) AND (attribute_not_exists(#lx) OR #lx <= :now)"
         )
-        update = "SET #lid = :lid, #lo = :lo, #lx = :lx"
+        # The holder's worker id is not stored (the lease id fences; who held it is in the worker's logs): every
+        # byte of the item is billed again on each of its writes.
+        update = "SET #lid = :lid, #lx = :lx"
         try:
             # ALL_NEW hands the snapshot back with the claim: the worker needs no read before it starts.
             response = self.client.update_item(
@@ -497,7 +526,6 @@ class DynamoDBTurnStore:
                 ExpressionAttributeNames=_names(update + condition),
                 ExpressionAttributeValues={
                     ":lid": {"S": lease.lease_id},
-                    ":lo": {"S": worker_id},
                     ":lx": {"N": number(lease.expires_at)},
                     ":now": {"N": number(now)},
                     **_RUNNABLE_VALUES,
@@ -582,29 +610,92 @@ class DynamoDBTurnStore:
             raise TurnNotFoundError(turn_id) from None
 
     def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
-        """One Query per shard of the sparse ``runnable`` index (never a Scan).
+        """One Query per shard of the sparse, keys-only ``runnable`` index (never a Scan), then one
+        BatchGetItem per 100 candidates for what the decision needs (version, update time, lease).
 
-        The index is eventually consistent: a turn written a moment ago may show up one sweep later,
-        which is what a sweeper of *idle* turns wants anyway.
+        A turn idle since ``horizon`` has been runnable since then at the latest, so the index's sort key
+        (when it became runnable) narrows the candidates; their items decide. The index is eventually
+        consistent: a turn written a moment ago may show up one sweep later, which is what a sweeper of
+        *idle* turns wants anyway. Each shard yields its earliest-runnable candidates first; the answer is
+        the ``limit`` least recently written of those. A shard is read further only while the candidates
+        found so far do not make up ``limit``.
         """
         if limit <= 0:
             return []
         now = self.clock()
+        horizon = now - idle_seconds
+        # Shard → where its next page starts (None: from the beginning); a shard read to its end leaves.
+        pages: dict[str, Item | None] = {f"R#{shard}": None for shard in range(self.runnable_shards)}
         found: list[RunnableTurn] = []
-        for shard in range(self.runnable_shards):
-            items = self._query_index(
-                tables.RUNNABLE_INDEX,
-                "#shard = :shard AND #ua <= :horizon",
-                f"R#{shard}",
-                now,
-                limit,
-                horizon=now - idle_seconds,
-                # A live lease means a worker is on it: not the sweeper's business.
-                filter_expression="attribute_not_exists(#lx) OR #lx <= :now",
-            )
-            found += [self._runnable(item) for item in items]
+        while pages and len(found) < limit:
+            candidates: list[str] = []
+            for shard, start in list(pages.items()):
+                turn_ids, following = self._runnable_page(shard, horizon, limit, start)
+                candidates += turn_ids
+                if following is None:
+                    del pages[shard]
+                else:
+                    pages[shard] = following
+            for item in self._current(candidates):
+                if _SHARD not in item or as_float(item.get(_UPDATED_AT)) > float(number(horizon)):
+                    continue  # not runnable any more, or written since the horizon
+                if _LEASE_EXPIRES in item and as_float(item.get(_LEASE_EXPIRES)) > float(number(now)):
+                    continue  # a live lease means a worker is on it: not the sweeper's business
+                found.append(self._runnable(item))
         found.sort(key=lambda r: (r.updated_at, r.turn_id))
         return found[:limit]
+
+    def _runnable_page(
+        self, shard: str, horizon: float, limit: int, start: Item | None
+    ) -> tuple[list[str], Item | None]:
+        """Turn ids of one page of ``shard`` runnable since ``horizon`` at the latest, and where the next starts."""
+        condition = "#shard = :shard AND #rs <= :horizon"
+        kwargs: dict[str, Any] = {} if start is None else {"ExclusiveStartKey": start}
+        response = self.client.query(
+            TableName=self.table_name,
+            IndexName=tables.RUNNABLE_INDEX,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=_names(condition),
+            ExpressionAttributeValues={":shard": {"S": shard}, ":horizon": {"N": number(horizon)}},
+            ScanIndexForward=True,
+            Limit=limit,
+            **kwargs,
+        )
+        turn_ids = [as_str(cast("Item", raw).get(_TURN_ID)) or "" for raw in response.get("Items", [])]
+        return turn_ids, cast("Item | None", response.get("LastEvaluatedKey"))
+
+    def _current(self, turn_ids: list[str]) -> list[Item]:
+        """What the sweep decides on, read from the items of ``turn_ids`` (strongly consistent)."""
+        if not turn_ids:
+            return []
+        projection = "#tid, #v, #ua, #lx, #shard"
+        items: list[Item] = []
+        for start in range(0, len(turn_ids), _BATCH_GET_SIZE):
+            keys: list[Any] = [{_TURN_ID: {"S": turn_id}} for turn_id in turn_ids[start : start + _BATCH_GET_SIZE]]
+            for attempt in range(_BATCH_GET_ATTEMPTS):
+                response = self.client.batch_get_item(
+                    RequestItems={
+                        self.table_name: {
+                            "Keys": keys,
+                            "ProjectionExpression": projection,
+                            "ExpressionAttributeNames": _names(projection),
+                            "ConsistentRead": True,
+                        }
+                    }
+                )
+                items += [cast("Item", raw) for raw in response.get("Responses", {}).get(self.table_name, [])]
+                unprocessed = cast("dict[str, Any]", response.get("UnprocessedKeys") or {})
+                keys = list(unprocessed.get(self.table_name, {}).get("Keys", []))
+                if not keys:
+                    break
+                if attempt + 1 < _BATCH_GET_ATTEMPTS:
+                    time.sleep(random.uniform(0, min(2.0, 0.05 * 2**attempt)))
+            else:
+                raise StorageUnavailableError(
+                    f"{len(keys)} turns of table {self.table_name!r} were still unprocessed after "
+                    f"{_BATCH_GET_ATTEMPTS} attempts"
+                )
+        return items
 
     @staticmethod
     def _runnable(item: Item) -> RunnableTurn:
@@ -615,31 +706,17 @@ class DynamoDBTurnStore:
         )
 
     def _query_index(
-        self,
-        index: str,
-        key_condition: str,
-        shard: str,
-        now: float,
-        limit: int,
-        *,
-        horizon: float | None = None,
-        filter_expression: str | None = None,
-        extra: str = "",
+        self, index: str, key_condition: str, shard: str, now: float, limit: int, *, extra: str = ""
     ) -> list[Item]:
         """Up to ``limit`` items of one shard of a sparse index, in index order (ascending), paging as needed.
 
         Each shard is sorted, so the first ``limit`` of every shard contain the first ``limit`` overall.
         """
         values: Item = {":shard": {"S": shard}, ":now": {"N": number(now)}}
-        if horizon is not None:
-            values[":horizon"] = {"N": number(horizon)}
         projection = "#tid, #v, #ua" + (f", {extra}" if extra else "")
         kwargs: dict[str, Any] = {}
-        if filter_expression is not None:
-            kwargs["FilterExpression"] = filter_expression
-        conditions = key_condition + (filter_expression or "")
-        names = _names(conditions + projection)
-        used_values = {k: v for k, v in values.items() if k in conditions}
+        names = _names(key_condition + projection)
+        used_values = {k: v for k, v in values.items() if k in key_condition}
         found: list[Item] = []
         while len(found) < limit:
             response = self.client.query(
@@ -709,7 +786,7 @@ class DynamoDBTurnStore:
                 }
             )
             # Out of both sparse indexes and unleased, in this one write (as a save of a terminal turn does).
-            removes += ["#shard", "#lid", "#lo", "#lx", "#oshard", "#wx", "#nb"]
+            removes += ["#shard", "#rs", "#lid", "#lo", "#lx", "#oshard", "#wx", "#nb"]
             if retain_until is None and self.terminal_ttl_seconds is not None:
                 retain_until = now + self.terminal_ttl_seconds
             if retain_until is not None:

@@ -7,11 +7,11 @@ Derived from the adapters' code (``agentturn.aws``), operation by operation:
                                 ``release`` / ``request_cancel`` UpdateItem · ``delete`` DeleteItem
                                 (only the loser of a conversation race, in ``Runner.start``) ·
                                 ``find_runnable`` / ``find_overdue`` Query on the sparse ``runnable`` /
-                                ``overdue`` index (the sweeper)
+                                ``overdue`` index, and ``find_runnable`` BatchGetItem of the candidates'
+                                items (the keys-only ``runnable`` index holds no lease) (the sweeper)
 ``DynamoDBChatMemory``          ``append_all`` BatchWriteItem · ``append`` / card replace PutItem ·
                                 ``get_message`` / ``get_active_turn`` GetItem · ``set_active_turn``
-                                UpdateItem · timeline reads Query on the table, the ``model`` LSI and the
-                                ``byMessageId`` LSI
+                                UpdateItem · timeline reads Query on the table (it has no index)
 ``BlobStore`` (S3 spill-over)   GetObject / PutObject / DeleteObject under ``turns/`` (snapshots) and
                                 ``conversations/`` (timeline bodies); never List, never the bucket itself
 ``SqsResumeQueue``              SendMessage
@@ -34,8 +34,9 @@ Which function uses what:
   a person asked for it, and the turn holds its conversation) and, where ``expireOverdueWaits`` is on, a
   wait whose input timeout passed. Those it loads, saves and projects, like submit.
 
-No statement uses ``dynamodb:*``, a ``*`` resource or a wildcard action for data. Scan, BatchGetItem,
-DescribeTable, Query on the turns table itself and every management call are granted to nobody.
+No statement uses ``dynamodb:*``, a ``*`` resource or a wildcard action for data. Scan, DescribeTable,
+Query on the turns table itself and every management call are granted to nobody; BatchGetItem only to
+the sweeper, on the turns table.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ TURN_CREATE: Final = ("dynamodb:PutItem",)
 TURN_READ: Final = ("dynamodb:GetItem",)
 TURN_UPDATE: Final = ("dynamodb:UpdateItem",)
 TURN_DELETE: Final = ("dynamodb:DeleteItem",)
+#: The sweeper's read of its candidates (what decides whether a runnable turn is idle and unleased).
+TURN_BATCH_READ: Final = ("dynamodb:BatchGetItem",)
 #: Everything the chat memory (timeline) does, reads and writes: each function that runs the Runner
 #: projects the snapshot onto the timeline (cards included), so they all need the whole set.
 TIMELINE: Final = (
@@ -74,7 +77,7 @@ CONSUME: Final = (
 )
 INVOKE_MODEL: Final = ("bedrock:InvokeModel",)
 #: The retention consumer (``agentturn.aws.retention``): finds a removed turn's timeline entries (Query on
-#: the table and the ``byMessageId`` index), deletes them (BatchWriteItem), releases the conversation's hold
+#: the table), deletes them (BatchWriteItem), releases the conversation's hold
 #: (UpdateItem), and reads and deletes the turn's objects (listed under its prefixes, deleted in batches).
 PURGE_TIMELINE: Final = ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem")
 PURGE_BLOBS: Final = ("s3:DeleteObject", "s3:GetObject")
@@ -110,7 +113,7 @@ ACCESS: Final = {
         turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, consume=True, invoke_model=True
     ),
     "sweeper": FunctionAccess(
-        turn_actions=(*TURN_READ, *TURN_UPDATE),
+        turn_actions=(*TURN_READ, *TURN_BATCH_READ, *TURN_UPDATE),
         turn_indexes=(tables.RUNNABLE_INDEX, tables.OVERDUE_INDEX),
         timeline=True,
         blobs=True,
