@@ -237,6 +237,8 @@ class ToolStep:
             type=turn.suspension.type.value,
             actionId=turn.suspension.correlation_id,
             formKey=turn.suspension.metadata.get("formKey"),
+            toolName=turn.suspension.metadata.get("toolName"),
+            expiresAt=turn.suspension.expires_at,
         )
 
 
