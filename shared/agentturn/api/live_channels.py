@@ -29,6 +29,12 @@ def channel_for(owner: str, conversation_id: str) -> str | None:
     return f"/{NAMESPACE}/{owner}/{conversation_segment(conversation_id)}"
 
 
+def owner_and_conversation(runtime_conversation_id: str) -> tuple[str | None, str]:
+    """The owner and the conversation id as the owner names it (no owner: the id as it is)."""
+    owner, slash, conversation = runtime_conversation_id.rpartition("/")
+    return (owner, conversation) if slash and owner else (None, runtime_conversation_id)
+
+
 def channel_of(runtime_conversation_id: str) -> tuple[str, str] | None:
     """For the runtime's conversation id (``{owner}/{conversation}``): the channel, and the conversation id
     as its owner names it. Conversation ids hold no "/", so the last one splits them."""

@@ -24,6 +24,15 @@ DETAIL_TYPES: Final = {
 }
 
 
+def events_client() -> Any:
+    """A boto3 ``events`` client with the adapters' timeouts and retries."""
+    import boto3
+
+    from agentturn.aws._support import client_config
+
+    return boto3.client("events", config=client_config())
+
+
 class NoticeError(RuntimeError):
     pass
 
