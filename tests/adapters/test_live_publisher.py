@@ -61,7 +61,8 @@ def appsync(monkeypatch: pytest.MonkeyPatch) -> Iterator[AppSyncDouble]:
             elif double.fail_events:
                 answer = {"successful": [], "failed": [{"identifier": "x", "index": 0, "code": 400, "message": "no"}]}
             else:
-                answer = {"successful": [{"identifier": f"id-{i}", "index": i} for i in range(len(events))], "failed": []}
+                successful = [{"identifier": f"id-{i}", "index": i} for i in range(len(events))]
+                answer = {"successful": successful, "failed": []}
             data = json.dumps(answer).encode()
             self.send_response(double.status)
             self.send_header("Content-Type", "application/json")
