@@ -125,6 +125,7 @@ def test_a_deadline_is_in_the_notice() -> None:
 
 def test_a_refused_put_never_fails_the_turn(bus: tuple[Any, str, Any, str]) -> None:
     events, bus_name, _, _ = bus
+
     # GIVEN EventBridge answering every PutEvents with a server error, inside the SDK (after its retries)
     def refuse(request: Any, **_: Any) -> AWSResponse:
         return AWSResponse(request.url, 500, {}, _Raw(b'{"__type":"InternalException","message":"down"}'))

@@ -46,7 +46,11 @@ def test_a_tool_turn_shows_running_then_its_form(page: Any) -> None:
     open_console(page, "support-agent")
     expect(page.locator("body")).to_have_attribute("data-live", "live")
     seen: list[str] = []
-    page.expose_function("recordPhase", seen.append)
+
+    def record(text: str) -> None:  # Playwright exposes Python functions, not builtins such as list.append
+        seen.append(text)
+
+    page.expose_function("recordPhase", record)
     page.evaluate(
         """() => {
              const phase = document.querySelector('[data-testid=live-phase]');

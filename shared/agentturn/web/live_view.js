@@ -49,6 +49,7 @@ export class LiveView {
 
   /** A status message: what the turn does now. Waiting and ended turns show nothing here. */
   status(message) {
+    if (message.phase === "queued" && message.turnId !== this.turnId) performance.mark("agentturn:queued");
     if (message.turnId !== this.turnId) {
       this.turnId = message.turnId;
       this.call = null;
