@@ -49,8 +49,9 @@ FORM = {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}
 
 
 def _first_token(page: Any, conversation: str, agent: str, *, live: bool) -> dict[str, float]:
-    page.goto(f"/?agent={agent}#c={conversation}")
-    page.wait_for_function("document.querySelector('#agent').value === arguments[0]", arg=agent)
+    # A new query each time: a change of the hash alone would keep the page (and its conversation).
+    page.goto(f"/?agent={agent}&run={conversation}#c={conversation}")
+    page.wait_for_function("(agent) => document.querySelector('#agent').value === agent", arg=agent)
     if live:
         page.wait_for_function("document.body.dataset.live === 'live'")
     page.evaluate("() => { performance.clearMarks(); }")
@@ -97,7 +98,8 @@ def _channel_messages(dev: DevProcess, user: str, conversation: str, act: Any, u
 
 
 def _ended(messages: list[dict[str, Any]]) -> bool:
-    return any(m["type"] == "status" and m["phase"] in ("terminal", "suspended") for m in messages)
+    """A save that leaves the turn waiting for a person or ended."""
+    return any(m["type"] == "timeline" and m["status"] not in ("READY", "RUNNING") for m in messages)
 
 
 def _count(messages: list[dict[str, Any]]) -> dict[str, int]:
@@ -116,7 +118,7 @@ def _publishes(dev: DevProcess, agent: str) -> dict[str, Any]:
         user,
         streamed,
         lambda: dev.request("POST", f"/conversations/{streamed}/turns", {"input": "write", "agentId": agent}, header),
-        lambda seen: any(m["type"] == "status" and m["phase"] == "terminal" for m in seen),
+        _ended,
     )
     cycle = f"bench-{uuid.uuid4().hex[:8]}"
     turn: dict[str, Any] = {}
@@ -138,9 +140,7 @@ def _publishes(dev: DevProcess, agent: str) -> dict[str, Any]:
             {**header, "Idempotency-Key": uuid.uuid4().hex},
         )
 
-    answered = _channel_messages(
-        dev, user, cycle, submit, lambda seen: any(m.get("phase") == "terminal" for m in seen)
-    )
+    answered = _channel_messages(dev, user, cycle, submit, _ended)
     return {
         "streamed_text_turn": _count(text),
         "form_cycle_start": _count(asked),
@@ -214,7 +214,9 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
             context = browser.new_context(base_url=dev.url)
             page = context.new_page()
-            live = [_first_token(page, f"bench-{uuid.uuid4().hex[:8]}", "streamer", live=True) for _ in range(args.repeats)]
+            live = [
+                _first_token(page, f"bench-{uuid.uuid4().hex[:8]}", "streamer", live=True) for _ in range(args.repeats)
+            ]
             polled_page = context.new_page()
             polled_page.route_web_socket("**/event/realtime", lambda ws: ws.close())
             polled = [

@@ -5,9 +5,10 @@ conversation's channel, through a :class:`TimelinePublisher` (AppSync Events on 
 WebSocket locally):
 
 - ``timeline``: the turn was saved (its id, version and status; never its content: the page reads the
-  timeline itself, through the API that checks who may read it);
-- ``status``: queued, running (a tool), thinking (a model call), suspended, or terminal (with the turn's
-  status); a status equal to the last one told for the turn is not told again;
+  timeline itself, through the API that checks who may read it). A suspension and an end are told by the
+  save that makes them (its status is WAITING_FOR_USER, COMPLETED, ...): no message of their own;
+- ``status``: queued, thinking (a model call) or running (a tool); a status equal to the last one told for
+  the turn is not told again;
 - ``delta``: the model's text as it streams, coalesced to at most one publish per ``min_interval`` seconds
   per turn (10 a second by default), each with the offset of its first character within the model call's
   text, so that a page that missed a piece knows it and waits for the saved timeline instead.
@@ -38,7 +39,7 @@ DEFAULT_MIN_INTERVAL: Final = 0.1
 #: Turns whose streaming state is remembered at once (the oldest is dropped first).
 _KEPT_TURNS: Final = 1024
 
-LivePhase: TypeAlias = Literal["queued", "running", "thinking", "suspended", "terminal"]
+LivePhase: TypeAlias = Literal["queued", "running", "thinking"]
 
 
 class _LiveModel(WireModel):
@@ -60,8 +61,7 @@ class StatusChanged(_LiveModel):
     turn_id: str
     conversation_id: str
     phase: LivePhase
-    #: The turn's status when terminal (COMPLETED, FAILED, ...); the tool's name when running one.
-    status: str | None = None
+    #: The tool's name, when running one.
     tool_name: str | None = None
 
 
@@ -126,7 +126,7 @@ class LiveFeed:
         self.min_interval = min_interval
         self._lock = threading.Lock()
         self._streams: dict[str, _Streaming] = {}
-        self._phases: dict[str, tuple[str, str | None, str | None]] = {}
+        self._phases: dict[str, tuple[str, str | None]] = {}
 
     def __call__(self, event: Event) -> None:
         if event.conversation_id is None:
@@ -174,26 +174,21 @@ class LiveFeed:
             return StatusChanged(
                 turn_id=turn, conversation_id=conversation, phase="running", tool_name=str(name) if name else None
             )
-        if kind is EventType.TURN_SUSPENDED:
-            return StatusChanged(turn_id=turn, conversation_id=conversation, phase="suspended")
-        if kind in _TERMINAL:
+        if kind is EventType.TURN_SUSPENDED or kind in _TERMINAL:
+            # Told by the save before it (its status); what this feed remembers of the turn is done with.
             with self._lock:
-                self._streams.pop(turn, None)
-            status = event.data.get("status")
-            return StatusChanged(
-                turn_id=turn, conversation_id=conversation, phase="terminal", status=str(status) if status else None
-            )
+                self._phases.pop(turn, None)
+                if kind in _TERMINAL:
+                    self._streams.pop(turn, None)
         return None
 
     def _is_new(self, status: StatusChanged) -> bool:
-        key = (status.phase, status.status, status.tool_name)
+        key = (status.phase, status.tool_name)
         with self._lock:
             if self._phases.get(status.turn_id) == key:
                 return False
             self._phases[status.turn_id] = key
-            if status.phase == "terminal":
-                self._phases.pop(status.turn_id, None)
-            elif len(self._phases) > _KEPT_TURNS:
+            if len(self._phases) > _KEPT_TURNS:
                 self._phases.pop(next(iter(self._phases)))
             return True
 

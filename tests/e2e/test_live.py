@@ -46,8 +46,9 @@ def received_until(socket: ClientConnection, done: Any, timeout: float = 30.0) -
     return events
 
 
-def _terminal_or_suspended(events: list[dict[str, Any]]) -> bool:
-    return any(e["type"] == "status" and e["phase"] in ("suspended", "terminal") for e in events)
+def _settled(events: list[dict[str, Any]]) -> bool:
+    """A save whose status is neither READY nor RUNNING: the turn waits for a person, or it ended."""
+    return any(e["type"] == "timeline" and e["status"] not in ("READY", "RUNNING") for e in events)
 
 
 def test_a_subscriber_sees_statuses_streamed_text_and_timeline_notices(dev_server: DevProcess) -> None:
@@ -61,13 +62,13 @@ def test_a_subscriber_sees_statuses_streamed_text_and_timeline_notices(dev_serve
             "POST", f"/conversations/{conversation}/turns", {"input": "hello", "agentId": "assistant"}
         )
         assert status in (200, 201, 202), turn
-        events = received_until(socket, lambda es: any(e.get("phase") == "terminal" for e in es))
+        events = received_until(socket, _settled)
 
-    # THEN it saw the turn queued, then thinking, then the text as it streamed, then its end
+    # THEN it saw the turn queued, then thinking, then the text as it streamed, then the save that ended it
     phases = [e["phase"] for e in events if e["type"] == "status"]
-    assert phases[0] == "queued"
-    assert "thinking" in phases
-    assert phases[-1] == "terminal"
+    assert phases == ["queued", "thinking"]
+    assert events[-1]["type"] == "timeline"
+    assert events[-1]["status"] == "COMPLETED"
     deltas = [e for e in events if e["type"] == "delta"]
     assert deltas, events
     text = "".join(d["text"] for d in deltas)
@@ -95,12 +96,12 @@ def test_a_subscriber_sees_a_form_turn_suspend(dev_server: DevProcess) -> None:
             "POST", f"/conversations/{conversation}/turns", {"input": TICKET, "agentId": "assistant"}, alice
         )
         assert status in (200, 201, 202)
-        events = received_until(socket, _terminal_or_suspended)
+        events = received_until(socket, _settled)
 
-    # THEN she saw it run the tool and then wait for her
+    # THEN she saw it think, run the tool, and then the save that makes it wait for her
     phases = [(e["phase"], e.get("toolName")) for e in events if e["type"] == "status"]
-    assert ("running", "create_support_ticket") in phases
-    assert phases[-1] == ("suspended", None)
+    assert phases == [("queued", None), ("thinking", None), ("running", "create_support_ticket")]
+    assert (events[-1]["type"], events[-1]["status"]) == ("timeline", "WAITING_FOR_USER")
 
 
 def test_another_users_channel_is_refused(dev_server: DevProcess) -> None:

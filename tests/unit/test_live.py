@@ -39,9 +39,9 @@ def test_a_turn_is_told_as_status_text_and_timeline_notices_on_its_channel() -> 
     messages = publisher.messages()
     assert {m.conversation_id for m in messages} == {"chat-1"}
     assert {m.turn_id for m in messages} == {turn_id}
-    # AND the statuses came in order: queued, thinking, then terminal COMPLETED
-    statuses = [(m.phase, m.status) for m in messages if isinstance(m, StatusChanged)]
-    assert statuses == [("queued", None), ("thinking", None), ("terminal", "COMPLETED")]
+    # AND the statuses came in order: queued, thinking (the end is told by the last save's notice)
+    statuses = [m.phase for m in messages if isinstance(m, StatusChanged)]
+    assert statuses == ["queued", "thinking"]
     # AND the text pieces join to the answer, each starting where the last one ended
     deltas = [m for m in messages if isinstance(m, TextStreamed)]
     assert "".join(d.text for d in deltas) == ANSWER
@@ -49,10 +49,11 @@ def test_a_turn_is_told_as_status_text_and_timeline_notices_on_its_channel() -> 
     # AND they were coalesced: 21 pieces over ~0.6 s became at most one publish per 100 ms (+ the last flush)
     assert len(deltas) <= 0.03 * 21 / 0.1 + 2
     assert len(deltas) < 21
-    # AND each save was told by version, with the status it was saved in, the last one terminal
+    # AND each save was told by version, with the status it was saved in, the last one the end, last of all
     notices = [m for m in messages if isinstance(m, TimelineChanged)]
     assert [n.version for n in notices] == sorted({n.version for n in notices})
     assert notices[-1].status == "COMPLETED"
+    assert messages[-1] == notices[-1]
     # AND no message carries the conversation's content but the streamed text itself
     assert all(ANSWER not in str(m.model_dump()) for m in messages if not isinstance(m, TextStreamed))
 

@@ -5,6 +5,7 @@
 
 import { el } from "./dom.js";
 
+const RUNNABLE = new Set(["READY", "RUNNING"]);
 const PHASES = {
   queued: () => "queued…",
   thinking: () => "thinking…",
@@ -47,7 +48,7 @@ export class LiveView {
     this.draw();
   }
 
-  /** A status message: what the turn does now. Waiting and ended turns show nothing here. */
+  /** A status message: what the turn does now (waiting and ended turns are told by their save). */
   status(message) {
     if (message.phase === "queued" && message.turnId !== this.turnId) performance.mark("agentturn:queued");
     if (message.turnId !== this.turnId) {
@@ -57,7 +58,6 @@ export class LiveView {
     }
     this.phase = message.phase;
     this.tool = message.toolName || null;
-    if (message.phase === "suspended" || message.phase === "terminal") this.text = "";
     this.draw();
   }
 
@@ -77,12 +77,18 @@ export class LiveView {
   }
 
   /** A save was announced: returns what to do once the timeline has been read again (drop the preview
-   * of the text that the save holds). */
+   * of the text that the save holds; all of it when the save leaves the turn waiting or ended). */
   saved(message) {
     const call = this.call;
     const had = this.text;
+    const settled = !RUNNABLE.has(message.status);
     return () => {
-      if (message.turnId === this.turnId && call === this.call && had && this.text.startsWith(had)) {
+      if (message.turnId !== this.turnId) return;
+      if (settled) {
+        this.phase = null;
+        this.text = "";
+        this.draw();
+      } else if (call === this.call && had && this.text.startsWith(had)) {
         this.text = this.text.slice(had.length);
         this.draw();
       }
