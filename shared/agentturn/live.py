@@ -7,8 +7,9 @@ WebSocket locally):
 - ``timeline``: the turn was saved (its id, version and status; never its content: the page reads the
   timeline itself, through the API that checks who may read it). A suspension and an end are told by the
   save that makes them (its status is WAITING_FOR_USER, COMPLETED, ...): no message of their own;
-- ``status``: queued, thinking (a model call) or running (a tool); a status equal to the last one told for
-  the turn is not told again;
+- ``status``: thinking (a model call), running (a tool), or queued again after a failed attempt (a retry
+  with a backoff); a status equal to the last one told for the turn is not told again. A new or resumed
+  turn is queued by the save that makes it so (status READY): no message of its own either;
 - ``delta``: the model's text as it streams, coalesced to at most one publish per ``min_interval`` seconds
   per turn (10 a second by default), each with the offset of its first character within the model call's
   text, so that a page that missed a piece knows it and waits for the saved timeline instead.
@@ -104,7 +105,8 @@ class _Streaming:
 
 
 _TERMINAL: Final = frozenset({EventType.TURN_COMPLETED, EventType.TURN_FAILED, EventType.TURN_CANCELLED})
-_QUEUED: Final = frozenset({EventType.TURN_STARTED, EventType.TURN_RESUMED, EventType.RETRY_SCHEDULED})
+#: TURN_STARTED and TURN_RESUMED follow the save (status READY) that already told them.
+_QUEUED: Final = frozenset({EventType.RETRY_SCHEDULED})
 
 
 class LiveFeed:

@@ -64,9 +64,11 @@ def test_a_subscriber_sees_statuses_streamed_text_and_timeline_notices(dev_serve
         assert status in (200, 201, 202), turn
         events = received_until(socket, _settled)
 
-    # THEN it saw the turn queued, then thinking, then the text as it streamed, then the save that ended it
+    # THEN it saw the turn queued (its first save), then thinking, then the text as it streamed, then the
+    # save that ended it
+    assert (events[0]["type"], events[0]["status"]) == ("timeline", "READY")
     phases = [e["phase"] for e in events if e["type"] == "status"]
-    assert phases == ["queued", "thinking"]
+    assert phases == ["thinking"]
     assert events[-1]["type"] == "timeline"
     assert events[-1]["status"] == "COMPLETED"
     deltas = [e for e in events if e["type"] == "delta"]
@@ -100,7 +102,7 @@ def test_a_subscriber_sees_a_form_turn_suspend(dev_server: DevProcess) -> None:
 
     # THEN she saw it think, run the tool, and then the save that makes it wait for her
     phases = [(e["phase"], e.get("toolName")) for e in events if e["type"] == "status"]
-    assert phases == [("queued", None), ("thinking", None), ("running", "create_support_ticket")]
+    assert phases == [("thinking", None), ("running", "create_support_ticket")]
     assert (events[-1]["type"], events[-1]["status"]) == ("timeline", "WAITING_FOR_USER")
 
 

@@ -39,9 +39,11 @@ def test_a_turn_is_told_as_status_text_and_timeline_notices_on_its_channel() -> 
     messages = publisher.messages()
     assert {m.conversation_id for m in messages} == {"chat-1"}
     assert {m.turn_id for m in messages} == {turn_id}
-    # AND the statuses came in order: queued, thinking (the end is told by the last save's notice)
+    # AND it was told queued (the first save, READY), then thinking, then ended (the last save, COMPLETED)
+    assert isinstance(messages[0], TimelineChanged)
+    assert messages[0].status == "READY"
     statuses = [m.phase for m in messages if isinstance(m, StatusChanged)]
-    assert statuses == ["queued", "thinking"]
+    assert statuses == ["thinking"]
     # AND the text pieces join to the answer, each starting where the last one ended
     deltas = [m for m in messages if isinstance(m, TextStreamed)]
     assert "".join(d.text for d in deltas) == ANSWER

@@ -50,7 +50,7 @@ export class LiveView {
 
   /** A status message: what the turn does now (waiting and ended turns are told by their save). */
   status(message) {
-    if (message.phase === "queued" && message.turnId !== this.turnId) performance.mark("agentturn:queued");
+    if (message.phase === "queued" && this.phase !== "queued") performance.mark("agentturn:queued");
     if (message.turnId !== this.turnId) {
       this.turnId = message.turnId;
       this.call = null;
@@ -79,6 +79,7 @@ export class LiveView {
   /** A save was announced: returns what to do once the timeline has been read again (drop the preview
    * of the text that the save holds; all of it when the save leaves the turn waiting or ended). */
   saved(message) {
+    if (message.status === "READY") this.status({ turnId: message.turnId, phase: "queued" });
     const call = this.call;
     const had = this.text;
     const settled = !RUNNABLE.has(message.status);
