@@ -97,6 +97,7 @@ export class LiveChannel {
       old.close();
     }
     this.acked = false;
+    this.subscriptionId = null;
     this.setState("connecting");
     let socket;
     try {
@@ -119,6 +120,8 @@ export class LiveChannel {
   }
 
   subscribe() {
+    // One subscription at a time: the conversation (or the user) changed, the old channel is let go.
+    if (this.subscriptionId) this.socket.send(JSON.stringify({ type: "unsubscribe", id: this.subscriptionId }));
     this.subscriptionId = newId();
     this.socket.send(
       JSON.stringify({
