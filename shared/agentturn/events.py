@@ -40,6 +40,10 @@ class EventType(StrEnum):
     #: a run failed for a reason that may pass and the turn will be tried again; data: reason, attempt,
     #: maxAttempts, delaySeconds, error
     RETRY_SCHEDULED = "RETRY_SCHEDULED"
+    #: a piece of the model's answer as it streams; data: text, index (0, 1, ... within one model call),
+    #: call (the model call's number in the turn). Transient: it carries the sequence of the event before it
+    #: (deltas are many and are never replayed, so they do not use up the numbers a save reserves).
+    MODEL_TEXT_DELTA = "MODEL_TEXT_DELTA"
 
 
 def _freeze(value: Any) -> Any:
@@ -56,6 +60,9 @@ class Event:
     turn_id: str
     sequence: int
     data: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: The turn's conversation (known to every event emitted with its turn at hand; None otherwise), so that
+    #: a listener can route the event, e.g. to the conversation's push channel, without reading the turn.
+    conversation_id: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", _freeze(self.data))

@@ -6,17 +6,17 @@ import logging
 from collections.abc import Callable
 
 from agentturn.call_ids import unique_call_ids
-from agentturn.chat import ChatRequest
+from agentturn.chat import ChatModel, ChatRequest, can_stream, collect
 from agentturn.errors import ModelError
 from agentturn.events import EventType
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
-from agentturn.messages import ModelMessage, UserMessage
+from agentturn.messages import AiMessage, ModelMessage, UserMessage
 from agentturn.projection import stamp
 from agentturn.registry import AgentRegistry
 from agentturn.retry import RetryPolicy
 from agentturn.sequencer import EventSequencer
-from agentturn.state import TurnPhase, TurnStatus
+from agentturn.state import Turn, TurnPhase, TurnStatus
 from agentturn.turn_run import LeaseGone, Run, agent_of
 from agentturn.turn_writer import TurnWriter
 
@@ -54,7 +54,7 @@ class ModelStep:
         self._events.emit(turn, EventType.MODEL_STARTED, messages=len(request.messages))
         try:
             with self._leases.heartbeat(run):
-                reply = agent.chat_model.chat(request)
+                reply = self._ask(agent.chat_model, request, turn)
         except LeaseGone:
             raise
         except Exception as exc:
@@ -76,6 +76,24 @@ class ModelStep:
         turn.final_output = reply.content
         self._events.emit(turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
         self._writer.finish(run, TurnStatus.COMPLETED)
+
+    def _ask(self, model: ChatModel, request: ChatRequest, turn: Turn) -> AiMessage:
+        """The model's reply; streamed when the model can stream, each text piece told as MODEL_TEXT_DELTA.
+
+        The reply kept is the stream's final message, so a turn ends in the same state either way. A stream
+        that fails midway fails like a call (the pieces already told are only a preview: nothing stored).
+        """
+        if not can_stream(model):
+            return model.chat(request)
+        call = turn.iteration_count + 1
+        index = 0
+
+        def told(text: str) -> None:
+            nonlocal index
+            self._events.emit_transient(turn, EventType.MODEL_TEXT_DELTA, text=text, index=index, call=call)
+            index += 1
+
+        return collect(model.stream(request), told)  # type: ignore[attr-defined]
 
     def _context(self, run: Run) -> list[ModelMessage]:
         """The conversation's recent history (the agent's window) followed by this turn's messages."""

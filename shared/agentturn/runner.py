@@ -348,7 +348,7 @@ class Runner:
         turn = self.store.create(turn, lease=lease)
         if memory is not None:
             self._conversations.take(memory, turn)
-        self._events.emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version)
+        self._events.emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version, status=turn.status.value)
         self._events.emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
         if not hold:
             self._writer.project(turn)

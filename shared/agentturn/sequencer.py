@@ -30,16 +30,25 @@ class EventSequencer:
         self._lock = threading.Lock()
 
     def emit(self, turn: Turn, event_type: EventType, **data: Any) -> None:
-        self.emit_for(turn.id, turn.event_sequence, event_type, **data)
+        self.emit_for(turn.id, turn.event_sequence, event_type, conversation_id=turn.conversation_id, **data)
 
-    def emit_for(self, turn_id: str, floor: int, event_type: EventType, **data: Any) -> None:
+    def emit_for(
+        self, turn_id: str, floor: int, event_type: EventType, *, conversation_id: str | None = None, **data: Any
+    ) -> None:
         """Emit above ``floor`` (the turn's reserved sequence; 0 when its snapshot cannot be read)."""
         with self._lock:
             sequence = max(self._sequences.get(turn_id, 0), floor) + 1
             self._sequences[turn_id] = sequence
             if len(self._sequences) > SEQUENCE_CACHE:
                 self._sequences.pop(next(iter(self._sequences)))
-        dispatch(self._listeners(), Event(event_type, turn_id, sequence, data))
+        dispatch(self._listeners(), Event(event_type, turn_id, sequence, data, conversation_id))
+
+    def emit_transient(self, turn: Turn, event_type: EventType, **data: Any) -> None:
+        """Emit without using up a number: the event carries the sequence of the last one emitted for the turn
+        (a streamed text piece, which is never replayed and may come hundreds of times between two saves)."""
+        with self._lock:
+            sequence = max(self._sequences.get(turn.id, 0), turn.event_sequence)
+        dispatch(self._listeners(), Event(event_type, turn.id, sequence, data, turn.conversation_id))
 
     def reserve(self, turn: Turn) -> None:
         """Set ``turn.event_sequence`` (stored with its next save) above every sequence usable before the one after."""

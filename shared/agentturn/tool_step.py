@@ -288,6 +288,8 @@ class ToolStep:
             type=first.type.value,
             actionId=first.correlation_id,
             formKey=first.metadata.get("formKey"),
+            toolName=first.metadata.get("toolName"),
+            expiresAt=first.expires_at,
             actionIds=[s.correlation_id for s in turn.suspensions],
         )
 

@@ -85,7 +85,14 @@ def record_unreadable(
         return UnreadableAttempt(turn_id, counted=False, failed=False)
     # Told first: should letting go of the conversation fail, the next start in it still takes over (it
     # finds this turn ended), but nothing would tell the alarm about this one again.
-    events.emit_for(turn_id, 0, EventType.TURN_FAILED, status=TurnStatus.FAILED.value, error=SNAPSHOT_UNREADABLE)
+    events.emit_for(
+        turn_id,
+        0,
+        EventType.TURN_FAILED,
+        conversation_id=error.conversation_id,
+        status=TurnStatus.FAILED.value,
+        error=SNAPSHOT_UNREADABLE,
+    )
     conversation = memory(error.conversation_id) if error.conversation_id else None
     if conversation is not None:
         # Its timeline cannot be made whole from a body nobody can read: the conversation is let go as is.

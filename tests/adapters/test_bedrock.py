@@ -4,6 +4,7 @@ against the bedrock-runtime service model (shapes, required members, types)."""
 from __future__ import annotations
 
 import copy
+import json
 import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
+from botocore.exceptions import EventStreamError
 from botocore.stub import ANY, Stubber
 
 from agentturn import (
@@ -23,6 +25,7 @@ from agentturn import (
     UserMessage,
 )
 from agentturn.aws.bedrock import BedrockConverseModel
+from agentturn.chat import collect
 from agentturn.errors import ModelError, ModelErrorKind
 from agentturn.testing.chat_model_suite import ChatModelSuite
 
@@ -409,38 +412,95 @@ FAILURES: dict[ModelErrorKind, tuple[str, int]] = {
 }
 
 
+def text_events(text: str, stop_reason: str = "end_turn", size: int = 5) -> list[dict[str, Any]]:
+    """A ConverseStream answer in text, as its events arrive (one content block, in pieces of ``size``)."""
+    deltas = [
+        {"contentBlockDelta": {"delta": {"text": text[i : i + size]}, "contentBlockIndex": 0}}
+        for i in range(0, len(text), size)
+    ]
+    return [
+        {"messageStart": {"role": "assistant"}},
+        *deltas,
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": stop_reason}},
+        {"metadata": {"usage": USAGE, "metrics": {"latencyMs": 812}}},
+    ]
+
+
+def tool_use_events(calls: Sequence[ToolCall], size: int = 6) -> list[dict[str, Any]]:
+    """A ConverseStream answer calling tools: each toolUse block opens with its id and name, then its input
+    arrives as pieces of JSON text."""
+    events: list[dict[str, Any]] = [{"messageStart": {"role": "assistant"}}]
+    for index, call in enumerate(calls):
+        events.append(
+            {
+                "contentBlockStart": {
+                    "start": {"toolUse": {"toolUseId": call.id, "name": call.name}},
+                    "contentBlockIndex": index,
+                }
+            }
+        )
+        raw = json.dumps(call.arguments, ensure_ascii=False)
+        for start in range(0, len(raw), size):
+            piece = {"toolUse": {"input": raw[start : start + size]}}
+            events.append({"contentBlockDelta": {"delta": piece, "contentBlockIndex": index}})
+        events.append({"contentBlockStop": {"contentBlockIndex": index}})
+    return [*events, {"messageStop": {"stopReason": "tool_use"}}]
+
+
 class BedrockScript:
     """Bedrock's side of the suite: Converse answers queued on the Stubber, requests recorded from the
-    client's own parameter-build event (after the Stubber has checked them against the service model)."""
+    client's own parameter-build event (after the Stubber has checked them against the service model).
+
+    A streamed answer is queued on the Stubber as a ConverseStream response (its request checked like any
+    other); the client's ``after-call`` event then puts the scripted events where botocore's event stream
+    would be, since the Stubber cannot hold a stream of more than one event."""
 
     failure_kinds = frozenset(FAILURES)
 
     def __init__(self, client: Any, stub: Stubber) -> None:
         self.model = BedrockConverseModel(MODEL_ID, client=client, max_tokens=None)
         self.stub = stub
+        self.streaming = False
         self.requests: list[dict[str, Any]] = []
+        self.streams: list[list[Any]] = []
         client.meta.events.register("before-parameter-build.bedrock-runtime.Converse", self._record)
+        client.meta.events.register("before-parameter-build.bedrock-runtime.ConverseStream", self._record)
+        client.meta.events.register("after-call.bedrock-runtime.ConverseStream", self._stream_events)
 
     def _record(self, params: dict[str, Any], **_: Any) -> None:
         self.requests.append(copy.deepcopy(params))
 
+    def _stream_events(self, parsed: dict[str, Any], **_: Any) -> None:
+        if "stream" in parsed:
+            parsed["stream"] = iter(self.streams.pop(0))
+
+    def _answer(self, events: list[dict[str, Any]], response: dict[str, Any]) -> None:
+        if self.streaming:
+            self.stub.add_response("converse_stream", {"stream": events[0]})
+            self.streams.append(events)
+        else:
+            self.stub.add_response("converse", response)
+
     def answer_text(self, text: str) -> None:
-        self.stub.add_response("converse", converse_response([{"text": text}], "end_turn"))
+        self._answer(text_events(text), converse_response([{"text": text}], "end_turn"))
 
     def answer_tool_calls(self, calls: Sequence[ToolCall]) -> None:
         uses = [{"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}} for c in calls]
-        self.stub.add_response("converse", converse_response(uses, "tool_use"))
+        self._answer(tool_use_events(calls), converse_response(uses, "tool_use"))
 
     def answer_malformed_arguments(self, tool_name: str) -> None:
         # Bedrock does not pass an unparseable call on: it says the model produced one.
-        self.stub.add_response(
-            "converse", converse_response([{"text": f"Let me call {tool_name}"}], "malformed_tool_use")
-        )
+        text = f"Let me call {tool_name}"
+        self._answer(text_events(text, "malformed_tool_use"), converse_response([{"text": text}], "malformed_tool_use"))
 
     def fail(self, kind: ModelErrorKind) -> None:
         code, status = FAILURES[kind]
         self.stub.add_client_error(
-            "converse", service_error_code=code, service_message="scripted", http_status_code=status
+            "converse_stream" if self.streaming else "converse",
+            service_error_code=code,
+            service_message="scripted",
+            http_status_code=status,
         )
 
     def sent_tool_results(self) -> list[tuple[str, Any]]:
@@ -457,3 +517,26 @@ class TestBedrockConformance(ChatModelSuite):
     @pytest.fixture
     def provider(self, client: Any, stub: Stubber) -> BedrockScript:
         return BedrockScript(client, stub)
+
+
+def test_an_exception_event_inside_the_stream_is_a_model_error(client: Any, stub: Stubber) -> None:
+    # GIVEN ConverseStream that starts answering, then sends a throttling exception event
+    def events() -> Iterator[dict[str, Any]]:
+        yield {"messageStart": {"role": "assistant"}}
+        yield {"contentBlockDelta": {"delta": {"text": "Let me"}, "contentBlockIndex": 0}}
+        raise EventStreamError({"Error": {"Code": "throttlingException", "Message": "slow down"}}, "ConverseStream")
+
+    stub.add_response("converse_stream", {"stream": {"messageStart": {"role": "assistant"}}})
+    client.meta.events.register(
+        "after-call.bedrock-runtime.ConverseStream", lambda parsed, **_: parsed.update(stream=events())
+    )
+
+    # WHEN the model streams
+    told: list[str] = []
+    model = BedrockConverseModel(MODEL_ID, client=client)
+    with pytest.raises(ModelError) as raised:
+        collect(model.stream(ChatRequest(system="", messages=[user("hi")])), told.append)
+
+    # THEN the piece before it was told, and the error is a retryable throttle
+    assert told == ["Let me"]
+    assert (raised.value.kind, raised.value.retryable) == (ModelErrorKind.THROTTLED, True)

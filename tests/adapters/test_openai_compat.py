@@ -23,6 +23,7 @@ from agentturn import (
     ToolSpec,
     UserMessage,
 )
+from agentturn.chat import TextDelta, collect
 from agentturn.errors import ModelError, ModelErrorKind
 from agentturn.models.openai_compat import OpenAICompatibleModel
 from agentturn.testing.chat_model_suite import ChatModelSuite
@@ -458,6 +459,41 @@ FAILURE_STATUS: dict[ModelErrorKind, int] = {
 }
 
 
+def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    """A chat.completion.chunk as OpenAI streams it."""
+    return {
+        "id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+        "object": "chat.completion.chunk",
+        "created": 1741570283,
+        "model": MODEL,
+        "system_fingerprint": "fp_fc9f1d7035",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+    }
+
+
+def event_stream(chunks: Sequence[dict[str, Any]]) -> Reply:
+    """Server-sent events as OpenAI sends them: one ``data:`` line per chunk, then ``data: [DONE]``."""
+    body = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    return Reply(200, body.encode(), {"Content-Type": "text/event-stream; charset=utf-8"})
+
+
+def streamed_text(text: str, size: int = 5) -> list[dict[str, Any]]:
+    pieces = [chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
+    return [chunk({"role": "assistant", "content": "", "refusal": None}), *pieces, chunk({}, "stop")]
+
+
+def streamed_calls(calls: Sequence[tuple[str, str, str]], size: int = 6) -> list[dict[str, Any]]:
+    """Each call (id, name, arguments as JSON text) as OpenAI streams it: id and name, then argument pieces."""
+    chunks = [chunk({"role": "assistant", "content": None})]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        head = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+        chunks.append(chunk({"tool_calls": [head]}))
+        for start in range(0, len(arguments), size):
+            piece = {"index": index, "function": {"arguments": arguments[start : start + size]}}
+            chunks.append(chunk({"tool_calls": [piece]}))
+    return [*chunks, chunk({}, "tool_calls")]
+
+
 class OpenAIScript:
     """The endpoint's side of the suite: completions queued on the local server, requests as it received them."""
 
@@ -466,24 +502,26 @@ class OpenAIScript:
     def __init__(self, server: RecordingServer) -> None:
         self.server = server
         self.model = model_on(server)
+        self.streaming = False
 
     def answer_text(self, text: str) -> None:
+        if self.streaming:
+            self.server.replies.append(event_stream(streamed_text(text)))
+            return
         self.server.replies.append(Reply.json(completion({"content": text}, "stop")))
 
     def answer_tool_calls(self, calls: Sequence[ToolCall]) -> None:
-        wire = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
-            }
-            for c in calls
-        ]
-        self.server.replies.append(Reply.json(completion({"content": None, "tool_calls": wire}, "tool_calls")))
+        self._answer_calls([(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False)) for c in calls])
 
     def answer_malformed_arguments(self, tool_name: str) -> None:
-        call = {"id": "call_torn", "type": "function", "function": {"name": tool_name, "arguments": '{"title": "login'}}
-        self.server.replies.append(Reply.json(completion({"content": None, "tool_calls": [call]}, "tool_calls")))
+        self._answer_calls([("call_torn", tool_name, '{"title": "login')])
+
+    def _answer_calls(self, calls: Sequence[tuple[str, str, str]]) -> None:
+        if self.streaming:
+            self.server.replies.append(event_stream(streamed_calls(calls)))
+            return
+        wire = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]
+        self.server.replies.append(Reply.json(completion({"content": None, "tool_calls": wire}, "tool_calls")))
 
     def fail(self, kind: ModelErrorKind) -> None:
         body = {"error": {"message": f"scripted {kind.value}", "type": "scripted", "param": None, "code": None}}
@@ -505,3 +543,53 @@ class TestOpenAICompatibleConformance(ChatModelSuite):
     @pytest.fixture
     def provider(self, server: RecordingServer) -> OpenAIScript:
         return OpenAIScript(server)
+
+
+def test_a_stream_asks_for_events_and_tells_each_piece(server: RecordingServer) -> None:
+    # GIVEN an endpoint that streams "Ticket filed." in pieces of 5 characters
+    server.replies.append(event_stream(streamed_text("Ticket filed.")))
+
+    # WHEN the model streams
+    parts = list(model_on(server).stream(ask()))
+
+    # THEN it asked for a stream, and told each piece as it came, then the whole reply
+    sent = server.received[-1]
+    assert sent.json()["stream"] is True
+    assert sent.headers["accept"] == "text/event-stream"
+    assert parts == [TextDelta("Ticke"), TextDelta("t fil"), TextDelta("ed."), AiMessage(content="Ticket filed.")]
+
+
+def test_a_server_that_ignores_stream_is_read_whole(server: RecordingServer) -> None:
+    # GIVEN an endpoint that answers a streaming request with one JSON completion
+    server.replies.append(Reply.json(PLAIN_RESPONSE))
+
+    # WHEN the model streams
+    parts = list(model_on(server).stream(ask()))
+
+    # THEN the whole text is one piece, then the reply
+    assert parts == [
+        TextDelta("Ticket TICKET-1A2B3C4D is filed."),
+        AiMessage(content="Ticket TICKET-1A2B3C4D is filed."),
+    ]
+
+
+def test_an_error_inside_the_stream_is_a_retryable_model_error(server: RecordingServer) -> None:
+    # GIVEN an endpoint that starts answering, then sends an error chunk
+    body = (
+        f"data: {json.dumps(chunk({'content': 'Let me'}))}\n\n"
+        'data: {"error": {"message": "overloaded", "type": "server_error", "code": "overloaded"}}\n\n'
+    )
+    server.replies.append(Reply(200, body.encode(), {"Content-Type": "text/event-stream"}))
+
+    # WHEN the model streams
+    told: list[str] = []
+    with pytest.raises(ModelError) as raised:
+        collect(model_on(server).stream(ask()), told.append)
+
+    # THEN the piece before the error was told, and the error says the call may pass if tried again
+    assert told == ["Let me"]
+    assert (raised.value.kind, raised.value.retryable, raised.value.code) == (
+        ModelErrorKind.SERVER_ERROR,
+        True,
+        "overloaded",
+    )

@@ -14,6 +14,12 @@ from agentturn.demo import demo_agents
 from agentturn.demo.agents import DEMO_LABEL
 
 HOSTILE_AGENT_ID: Final = "hostile-agent"
+SLOW_WRITER_ID: Final = "slow-writer"
+#: What the slow writer answers, 4 characters every 80 ms after 0.5 s (a model's latency): ~3.5 s of streaming.
+SLOW_ANSWER: Final = (
+    "Streaming, one piece at a time: the console shows each piece as it arrives, then the saved reply "
+    "takes its place once the turn has stored it. Nothing here was typed by a person; a model wrote it."
+)
 IMG = "<img src=x onerror=alert(1)>"
 
 #: Every string a console shows from a schema, each one an attempt at markup.
@@ -54,4 +60,11 @@ def e2e_agents() -> list[Agent]:
         chat_model=ScriptedChatModel(_hostile_model),
         tools=[UserInputTool(forms=[HOSTILE_FORM])],
     )
-    return [*demo_agents(), hostile]
+    slow = Agent(
+        id=SLOW_WRITER_ID,
+        instructions="Answer slowly, in pieces.",
+        chat_model=ScriptedChatModel(
+            lambda request: AiMessage(content=SLOW_ANSWER), chunk_chars=4, first_delay=0.5, delta_delay=0.08
+        ),
+    )
+    return [*demo_agents(), hostile, slow]

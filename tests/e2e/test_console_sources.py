@@ -20,7 +20,18 @@ MARKUP_APIS = re.compile(
 
 @pytest.mark.parametrize(
     "name",
-    ["app.js", "api.js", "cards.js", "dom.js", "poller.js", "timeline.js", "src/forms.jsx", "src/form_messages.mjs"],
+    [
+        "app.js",
+        "api.js",
+        "cards.js",
+        "dom.js",
+        "live.js",
+        "live_view.js",
+        "poller.js",
+        "timeline.js",
+        "src/forms.jsx",
+        "src/form_messages.mjs",
+    ],
 )
 def test_console_code_never_parses_strings_as_html(name: str) -> None:
     source = (WEB / name).read_text()

@@ -78,6 +78,9 @@ def _lambda_env(synth: Synth, function: str) -> dict[str, str]:
         synth.logical_id(synth.system.conversations_table): "agentturn-test-conversations",
         synth.logical_id(synth.system.bucket): "agentturn-test-snapshots",
         synth.logical_id(synth.system.queue): "https://sqs.us-east-1.amazonaws.com/123456789012/agentturn-test",
+        # The live endpoint is https://{the API's Dns.Http}/event: the whole value stands for it here.
+        synth.logical_id(synth.system.live.api): "https://example.appsync-api.us-east-1.amazonaws.com/event",
+        synth.logical_id(synth.system.event_bus): "agentturn-test-notices",
     }
     variables = synth.resource(synth.system.functions[function])["Properties"]["Environment"]["Variables"]
     env = {

@@ -153,8 +153,13 @@ def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[A
                     f"{TURNS_ARN}/index/runnable": {"dynamodb:Query"}, f"{TURNS_ARN}/index/overdue": {"dynamodb:Query"},
                     **timeline, **blobs, QUEUE_ARN: {"sqs:SendMessage"}},
     }  # fmt: skip
+    # Each function that runs turns also publishes on the live timeline and puts notices (both made here).
+    stack = Stack.of(system)
+    namespace = stack.resolve(system.live.namespace.node.default_child.logical_id)  # type: ignore[union-attr]
+    bus = stack.resolve(system.event_bus.node.default_child.logical_id)  # type: ignore[union-attr]
+    live = {f"{namespace}.ChannelNamespaceArn": {"appsync:EventPublish"}, f"{bus}.Arn": {"events:PutEvents"}}
     for function, wanted in expected.items():
-        assert grants(template, system, function) == wanted, function
+        assert grants(template, system, function) == {**wanted, **live}, function
     retention = grants(template, system, "retention")
     assert retention[TURNS_STREAM_ARN] == {
         "dynamodb:DescribeStream",

@@ -77,7 +77,15 @@ def _ids(synth: Synth) -> dict[str, str]:
         "queue": synth.logical_id(stack.queue),
         "retention-dlq": synth.logical_id(stack.retention_dead_letter_queue),
         **{f"{name}-logs": synth.logical_id(group) for name, group in stack.log_groups.items()},
+        "live-namespace": synth.logical_id(stack.live.namespace),
+        "bus": synth.logical_id(stack.event_bus),
     }
+
+
+def _live(ids: dict[str, str]) -> dict[str, set[str]]:
+    """What a function that runs turns adds: publish on the live timeline's namespace, put notices on the bus."""
+    namespace = ids["live-namespace"] + ".ChannelNamespaceArn"
+    return {namespace: {"appsync:EventPublish"}, ids["bus"]: {"events:PutEvents"}}
 
 
 def _timeline(ids: dict[str, str]) -> dict[str, set[str]]:
@@ -99,6 +107,7 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             **_blobs(ids),
             queue: {"sqs:SendMessage"},
             ids["run-logs"]: LOGS,
+            **_live(ids),
             "*": XRAY,
         },
         "submit": {
@@ -107,6 +116,7 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             **_blobs(ids),
             queue: {"sqs:SendMessage"},
             ids["submit-logs"]: LOGS,
+            **_live(ids),
             "*": XRAY,
         },
         "worker": {
@@ -115,6 +125,7 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             **_blobs(ids),
             queue: {"sqs:SendMessage", *CONSUME},
             ids["worker-logs"]: LOGS,
+            **_live(ids),
             "*": XRAY,
         },
         "sweeper": {
@@ -127,6 +138,7 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             **_blobs(ids),
             queue: {"sqs:SendMessage"},
             ids["sweeper-logs"]: LOGS,
+            **_live(ids),
             "*": XRAY,
         },
         "retention": {
@@ -199,7 +211,11 @@ def test_bedrock_models_are_granted_to_run_and_worker_only(synth: Synth, variant
             "arn:AWS::Partition:bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0",
             "arn:AWS::Partition:bedrock:AWS::Region::foundation-model/amazon.nova-lite-v1:0",
         }
-        assert grants(variant, function)[next(iter(models))] == {"bedrock:InvokeModel"}
+        # ConverseStream (streamed answers) is InvokeModelWithResponseStream
+        assert grants(variant, function)[next(iter(models))] == {
+            "bedrock:InvokeModel",
+            "bedrock:InvokeModelWithResponseStream",
+        }
     for function in ("submit", "sweeper"):
         assert not any("bedrock:InvokeModel" in actions for actions in grants(variant, function).values())
 

@@ -200,6 +200,10 @@ def test_the_bundled_run_handler_serves_the_teams_agent_from_the_asset_alone(
         "AWS_LAMBDA_FUNCTION_NAME": "access-desk-run",
         **{key: value for key, value in template_env.items() if isinstance(value, str)},
         **deployed_resources,
+        # The live timeline and the notices stay off here (their own tests cover them): no emulator plays
+        # AppSync Events, and a start turn needs neither.
+        "AGENTTURN_LIVE_ENDPOINT": "",
+        "AGENTTURN_EVENT_BUS": "",
     }
     unresolved = {key for key, value in template_env.items() if not isinstance(value, str)} - set(env)
     assert not unresolved, f"template variables with no emulator value: {unresolved} ({list(refs(template_env))})"

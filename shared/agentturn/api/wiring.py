@@ -122,4 +122,13 @@ def services_from_env(environ: Mapping[str, str] | None = None, *, clients: AwsC
     )
     queue = SqsResumeQueue(resources.resume_queue_url, clients.sqs)
     agents = AgentCatalog.from_spec(settings.agents, default_agent=settings.default_agent)
-    return Services(store=store, chat_memory=memory, queue=queue, agents=agents, settings=settings)
+    from agentturn.api.live_wiring import live_listeners
+
+    return Services(
+        store=store,
+        chat_memory=memory,
+        queue=queue,
+        agents=agents,
+        settings=settings,
+        listeners=live_listeners(environ),
+    )

@@ -15,13 +15,21 @@ Mapping (agentturn → Converse):
 
 The reply's text blocks (joined by a newline) become ``AiMessage.content`` and its ``toolUse`` blocks its
 ``tool_calls``; reasoning blocks are not kept. botocore errors become :class:`agentturn.errors.ModelError`.
+
+``stream`` sends the same request to ``ConverseStream`` and reads its events: each ``contentBlockDelta``
+text is told as it comes; a ``toolUse`` block is assembled from its ``contentBlockStart`` (id, name) and the
+JSON fragments of its deltas, parsed at ``contentBlockStop``; ``messageStop`` carries the stop reason. An
+exception event inside the stream (throttling, a model stream error) is a :class:`ModelError` like a failed
+call.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from botocore.exceptions import (
@@ -37,7 +45,7 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from agentturn.chat import ChatRequest
+from agentturn.chat import ChatRequest, StreamPart, TextDelta
 from agentturn.errors import ModelError, ModelErrorKind
 from agentturn.messages import AiMessage, ModelMessage, ToolCall, ToolMessage, UserMessage
 from agentturn.models._history import is_error_result, paired, result_text
@@ -76,6 +84,12 @@ _CODES: Final[Mapping[str, tuple[ModelErrorKind, bool]]] = {
     "ServiceUnavailableException": (ModelErrorKind.SERVER_ERROR, True),
     "InternalServerException": (ModelErrorKind.SERVER_ERROR, True),
     "ModelErrorException": (ModelErrorKind.SERVER_ERROR, True),
+    "modelStreamErrorException": (ModelErrorKind.SERVER_ERROR, True),
+    "ModelStreamErrorException": (ModelErrorKind.SERVER_ERROR, True),
+    "throttlingException": (ModelErrorKind.THROTTLED, True),
+    "internalServerException": (ModelErrorKind.SERVER_ERROR, True),
+    "serviceUnavailableException": (ModelErrorKind.SERVER_ERROR, True),
+    "validationException": (ModelErrorKind.INVALID_REQUEST, False),
 }
 
 #: Stop reasons that mean the reply cannot be used as it is.
@@ -134,18 +148,8 @@ class BedrockConverseModel:
 
     def chat(self, request: ChatRequest) -> AiMessage:
         arguments = self.converse_request(request)
-        try:
+        with self._mapped_errors():
             response = self._get_client().converse(**arguments)
-        except ClientError as exc:
-            raise self._client_error(exc) from exc
-        except (ReadTimeoutError, ConnectTimeoutError) as exc:
-            raise self._error(ModelErrorKind.TIMEOUT, f"no reply in time: {exc}", retryable=True) from exc
-        except (BotocoreConnectionError, HTTPClientError) as exc:
-            raise self._error(ModelErrorKind.CONNECTION, f"cannot reach Bedrock: {exc}", retryable=True) from exc
-        except (NoCredentialsError, PartialCredentialsError) as exc:
-            raise self._error(ModelErrorKind.AUTH, f"no usable AWS credentials: {exc}") from exc
-        except ParamValidationError as exc:
-            raise self._error(ModelErrorKind.INVALID_REQUEST, f"request refused by botocore: {exc}") from exc
         usage = response.get("usage", {})
         _log.debug(
             "bedrock %r: stopReason=%r inputTokens=%r outputTokens=%r",
@@ -155,6 +159,68 @@ class BedrockConverseModel:
             usage.get("outputTokens"),
         )
         return self._reply(response)
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamPart]:
+        """``ConverseStream``: each text piece as it comes, then the whole reply (the same as ``chat``'s)."""
+        # The same request: ConverseStream takes Converse's arguments (its typed dict differs only in the
+        # guardrail's stream options, which this adapter does not set).
+        arguments: Any = self.converse_request(request)
+        with self._mapped_errors():
+            events = self._get_client().converse_stream(**arguments)["stream"]
+        blocks: dict[int, dict[str, Any]] = {}
+        stop_reason = ""
+        with self._mapped_errors():
+            for event in events:
+                if "contentBlockStart" in event:
+                    start = event["contentBlockStart"]
+                    use = start.get("start", {}).get("toolUse")
+                    if use is not None:
+                        blocks[start["contentBlockIndex"]] = {"toolUse": {**use, "input": ""}}
+                elif "contentBlockDelta" in event:
+                    piece = event["contentBlockDelta"]
+                    delta = piece.get("delta", {})
+                    block = blocks.setdefault(piece["contentBlockIndex"], {"text": ""})
+                    if "text" in delta and "text" in block:
+                        block["text"] += delta["text"]
+                        if delta["text"]:
+                            yield TextDelta(delta["text"])
+                    elif "toolUse" in delta and "toolUse" in block:
+                        block["toolUse"]["input"] += delta["toolUse"].get("input", "")
+                elif "messageStop" in event:
+                    stop_reason = str(event["messageStop"].get("stopReason", ""))
+        content = [self._streamed_block(block) for _, block in sorted(blocks.items())]
+        yield self._reply({"stopReason": stop_reason, "output": {"message": {"role": "assistant", "content": content}}})  # type: ignore[typeddict-item]
+
+    def _streamed_block(self, block: dict[str, Any]) -> Any:
+        if "toolUse" not in block:
+            return block
+        use = block["toolUse"]
+        raw = use["input"]
+        try:
+            arguments = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            raise self._error(
+                ModelErrorKind.MALFORMED_RESPONSE,
+                f"tool call {use.get('name')!r}: streamed input is not valid JSON: {raw[:200]!r}",
+                retryable=True,
+            ) from None
+        return {"toolUse": {"toolUseId": use.get("toolUseId", ""), "name": use.get("name", ""), "input": arguments}}
+
+    @contextlib.contextmanager
+    def _mapped_errors(self) -> Iterator[None]:
+        """botocore's failures of a call, or of reading its event stream, as :class:`ModelError`."""
+        try:
+            yield
+        except ClientError as exc:  # EventStreamError (an exception event in a stream) is one too
+            raise self._client_error(exc) from exc
+        except (ReadTimeoutError, ConnectTimeoutError) as exc:
+            raise self._error(ModelErrorKind.TIMEOUT, f"no reply in time: {exc}", retryable=True) from exc
+        except (BotocoreConnectionError, HTTPClientError) as exc:
+            raise self._error(ModelErrorKind.CONNECTION, f"cannot reach Bedrock: {exc}", retryable=True) from exc
+        except (NoCredentialsError, PartialCredentialsError) as exc:
+            raise self._error(ModelErrorKind.AUTH, f"no usable AWS credentials: {exc}") from exc
+        except ParamValidationError as exc:
+            raise self._error(ModelErrorKind.INVALID_REQUEST, f"request refused by botocore: {exc}") from exc
 
     # -- request -----------------------------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from agentturn.aws import tables
 from agentturn.cdk import permissions
 from agentturn.cdk.api import AgentTurnApi
 from agentturn.cdk.bundling import HANDLER, DependencySpec, Target, function_code
+from agentturn.cdk.live import LiveTimeline, Notices
 from agentturn.cdk.monitoring import Alarms
 from agentturn.cdk.settings import (
     FUNCTION_NAMES,
@@ -303,6 +304,15 @@ class AgentTurn(Construct):
         )
         self.api = self.http_api.http_api
         self.api_url = self.http_api.url
+
+        # ------------------------------------------------------------------ live timeline, notices
+        self.live = LiveTimeline(self, "Live", auth=settings.auth, user_pool=self.user_pool)
+        self.notices = Notices(self, "Notices")
+        self.event_bus: events.IEventBus = self.notices.bus
+        for name, fn in self.functions.items():
+            if permissions.access(name).live:
+                self.live.allow_publish(fn)
+                self.notices.allow_put(fn)
 
         # ------------------------------------------------------------------------------- alarms
         self.alarms = Alarms(

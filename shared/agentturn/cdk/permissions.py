@@ -15,7 +15,10 @@ Derived from the adapters' code (``agentturn.aws``), operation by operation:
 ``BlobStore`` (S3 spill-over)   GetObject / PutObject / DeleteObject under ``turns/`` (snapshots) and
                                 ``conversations/`` (timeline bodies); never List, never the bucket itself
 ``SqsResumeQueue``              SendMessage
-``BedrockConverseModel``        bedrock:InvokeModel (Converse), on the configured models only
+``BedrockConverseModel``        bedrock:InvokeModel (Converse) and bedrock:InvokeModelWithResponseStream
+                                (ConverseStream), on the configured models only
+``AppSyncEventsPublisher``      appsync:EventPublish on the ``agentturn`` channel namespace only
+``EventBridgeNotifier``         events:PutEvents on the system's own notice bus only
 ==============================  ====================================================================
 
 Which function uses what:
@@ -29,6 +32,8 @@ Which function uses what:
 - **retention** reads the turns table's stream (only TTL removals reach it) and deletes what the removed
   turn left: its timeline entries, its objects under ``turns/`` and ``conversations/``, the conversation's
   hold on it. It reads no snapshot of a live turn and writes nothing else.
+- **run**, **submit**, **worker** and **sweeper** run turns, so each publishes their progress on the live
+  timeline and puts their notices (a suspension, an end) on the notice bus.
 - **sweeper** queries the sparse ``runnable`` index and enqueues what it finds, and queries the sparse
   ``overdue`` index for blocked turns that are due: a cancel whose process died before it finished (always:
   a person asked for it, and the turn holds its conversation) and, where ``expireOverdueWaits`` is on, a
@@ -75,7 +80,10 @@ CONSUME: Final = (
     "sqs:GetQueueUrl",
     "sqs:ReceiveMessage",
 )
-INVOKE_MODEL: Final = ("bedrock:InvokeModel",)
+INVOKE_MODEL: Final = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
+#: The live timeline (AppSync Events HTTP publish) and the notices (EventBridge).
+LIVE_PUBLISH: Final = ("appsync:EventPublish",)
+PUT_NOTICES: Final = ("events:PutEvents",)
 #: The retention consumer (``agentturn.aws.retention``): finds a removed turn's timeline entries (Query on
 #: the table), deletes them (BatchWriteItem), releases the conversation's hold
 #: (UpdateItem), and reads and deletes the turn's objects (listed under its prefixes, deleted in batches).
@@ -98,6 +106,8 @@ class FunctionAccess:
     invoke_model: bool = False
     #: Delete what a removed turn left (the retention consumer); the stream read is its event source's.
     purge: bool = False
+    #: Runs turns, so publishes their progress (live timeline) and puts their notices (suspended, ended).
+    live: bool = False
 
 
 ACCESS: Final = {
@@ -107,10 +117,17 @@ ACCESS: Final = {
         blobs=True,
         send=True,
         invoke_model=True,
+        live=True,
     ),
-    "submit": FunctionAccess(turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True),
+    "submit": FunctionAccess(turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, live=True),
     "worker": FunctionAccess(
-        turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, consume=True, invoke_model=True
+        turn_actions=(*TURN_READ, *TURN_UPDATE),
+        timeline=True,
+        blobs=True,
+        send=True,
+        consume=True,
+        invoke_model=True,
+        live=True,
     ),
     "sweeper": FunctionAccess(
         turn_actions=(*TURN_READ, *TURN_BATCH_READ, *TURN_UPDATE),
@@ -118,6 +135,7 @@ ACCESS: Final = {
         timeline=True,
         blobs=True,
         send=True,
+        live=True,
     ),
     "retention": FunctionAccess(purge=True),
 }

@@ -18,13 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
 from agentturn.api.routes import ALL_GROUPS, SUBMIT_LAMBDA_GROUPS, match_route
 from agentturn.local.emulator import LOOPBACK
 from agentturn.local.events import HttpRequest, HttpResponse, dev_claims, http_api_event, http_response
 from agentturn.local.log import LOGGER_NAME
+
+if TYPE_CHECKING:
+    from agentturn.local.live import LiveHub
 
 _log = logging.getLogger(LOGGER_NAME)
 
@@ -73,6 +76,8 @@ class GatewayConfig:
     model: str = "demo"
     web_dir: Path = WEB_DIR
     log_requests: bool = True
+    #: The live timeline (AppSync Events' protocol): publishes arrive at ``POST /event``.
+    live: LiveHub | None = None
 
 
 def static_file(web_dir: Path, raw_path: str) -> Path | None:
@@ -154,12 +159,43 @@ class LocalGateway:
 
     def dev_info(self) -> dict[str, Any]:
         users = [self.config.default_user, *[u for u in self.config.users if u != self.config.default_user]]
-        return {
+        info: dict[str, Any] = {
             "defaultUser": self.config.default_user,
             "users": users,
             "agents": self.config.agent_ids(),
             "model": self.config.model,
         }
+        if self.config.live is not None:
+            info["live"] = {"realtimeUrl": self.config.live.url, "host": f"{LOOPBACK}:{self.port}"}
+        return info
+
+    def console_headers(self) -> dict[str, str]:
+        """The console's headers; its CSP lets it open the live timeline's WebSocket and nothing else."""
+        live = self.config.live
+        if live is None:
+            return CONSOLE_HEADERS
+        sockets = f"ws://{LOOPBACK}:{live.port} ws://localhost:{live.port}"
+        policy = CONSOLE_HEADERS["Content-Security-Policy"].replace(
+            "connect-src 'self'", f"connect-src 'self' {sockets}"
+        )
+        return {**CONSOLE_HEADERS, "Content-Security-Policy": policy}
+
+    def origins(self) -> frozenset[str]:
+        return frozenset(f"http://{host}" for host in self.allowed_hosts())
+
+    def publish(self, headers: Any, body: bytes) -> HttpResponse:
+        """AppSync Events' HTTP publish, for the handlers' publisher: SigV4-signed, as deployed."""
+        live = self.config.live
+        if live is None:
+            return _problem(404, "not-found", "Not found", "the live timeline is off")
+        if not str(headers.get("Authorization", "")).startswith("AWS4-HMAC-SHA256 "):
+            # Only the signing is checked (there is no secret to verify it with): what is not signed as the
+            # deployed publisher signs would be refused by AppSync too.
+            return HttpResponse(
+                401, [("Content-Type", "application/json")], b'{"errors":[{"errorType":"UnauthorizedException"}]}'
+            )
+        status, answer = live.publish_http(body)
+        return HttpResponse(status, [("Content-Type", "application/json")], json.dumps(answer).encode())
 
     def call_api(self, request: HttpRequest, user: str) -> HttpResponse:
         if request.method == "HEAD":
@@ -256,12 +292,15 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                     return
                 file = static_file(gateway.config.web_dir, raw_path)
                 if file is not None:
-                    headers = [("Content-Type", _STATIC_TYPES[file.suffix]), *CONSOLE_HEADERS.items()]
+                    headers = [("Content-Type", _STATIC_TYPES[file.suffix]), *gateway.console_headers().items()]
                     self._send(HttpResponse(200, headers, file.read_bytes()))
                     return
             body = self._read_body()
             if isinstance(body, HttpResponse):
                 self._send(body)
+                return
+            if self.command == "POST" and raw_path == "/event":
+                self._send(gateway.publish(self.headers, body))
                 return
             user = self.headers.get(DEV_USER_HEADER) or gateway.config.default_user
             if not DEV_USER_PATTERN.match(user):

@@ -16,7 +16,8 @@ from typing import Any, Final, TextIO
 from agentturn._sources import import_root
 from agentturn.local.emulator import Clients, MotoEmulator, Resources, point_environment_at, provision
 from agentturn.local.functions import FunctionPool, find_functions_dir, load_pools
-from agentturn.local.gateway import GatewayConfig, LocalGateway
+from agentturn.local.gateway import DEV_USER_HEADER, DEV_USER_PATTERN, GatewayConfig, LocalGateway
+from agentturn.local.live import LiveHub
 from agentturn.local.log import LOGGER_NAME, configure
 from agentturn.local.loops import PeriodicTask, WorkerLoop, sweeper_action
 
@@ -74,6 +75,7 @@ class DevServer:
     clients: Clients | None = None
     pools: dict[str, FunctionPool] = field(default_factory=dict)
     gateway: LocalGateway | None = None
+    live: LiveHub | None = None
     worker: WorkerLoop | None = None
     tasks: list[PeriodicTask] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
@@ -119,6 +121,8 @@ class DevServer:
         self.pools = load_pools(functions_dir)
         for pool in self.pools.values():
             pool.warm()
+        self.live = LiveHub(self._live_subject, allowed_origins=self._origins)
+        self.live.start()
         self.gateway = LocalGateway(
             GatewayConfig(
                 port=self.config.port,
@@ -127,10 +131,13 @@ class DevServer:
                 agent_ids=lambda: list(self.agents),
                 model=self.model,
                 log_requests=self.config.log_requests,
+                live=self.live,
             ),
             run=self.pools["run"].invoke,
             submit=self.pools["submit"].invoke,
         )
+        # The handlers publish as deployed (AppSync Events' HTTP publish, SigV4), to the gateway's /event.
+        os.environ["AGENTTURN_LIVE_ENDPOINT"] = f"{self.gateway.url}event"
         self.worker = WorkerLoop(
             self.clients.sqs, self.resources.queue_url, self.resources.queue_arn, self.pools["worker"].invoke
         )
@@ -141,6 +148,15 @@ class DevServer:
         for task in self.tasks:
             task.start()
         self.gateway.start()
+
+    def _live_subject(self, headers: dict[str, Any]) -> str | None:
+        """Who a live subscriber is: the dev user it names, as the gateway decides it for API requests."""
+        named = headers.get(DEV_USER_HEADER)
+        user = named if isinstance(named, str) and named else self.config.user
+        return user if DEV_USER_PATTERN.match(user) else None
+
+    def _origins(self) -> frozenset[str]:
+        return self.gateway.origins() if self.gateway is not None else frozenset()
 
     def _snapshot(self) -> None:
         if self.config.persist is None or self.clients is None or self.resources is None:
@@ -159,6 +175,8 @@ class DevServer:
             task.request_stop()
         if self.gateway is not None and not self.gateway.stop(STOP_TIMEOUT_SECONDS / 2):
             stuck.append("gateway")
+        if self.live is not None and not self.live.stop(STOP_TIMEOUT_SECONDS / 2):
+            stuck.append("live timeline")
         if self.worker is not None and not self.worker.stop(STOP_TIMEOUT_SECONDS):
             stuck.append("worker loop (a batch was still running)")
         for task in self.tasks:
@@ -174,6 +192,7 @@ class DevServer:
         if self.emulator is not None and not self.emulator.stop(STOP_TIMEOUT_SECONDS / 2):
             stuck.append("emulator")
         self.gateway = self.worker = self.emulator = None
+        self.live = None
         self.tasks = []
         return stuck
 

@@ -1,6 +1,10 @@
 """A chat model on any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, ...).
 
-Only the standard library: one ``POST {base_url}/chat/completions`` per call, no streaming.
+Only the standard library: one ``POST {base_url}/chat/completions`` per call; ``stream`` sends
+``"stream": true`` and reads the server-sent events (``data: {chunk}`` lines up to ``data: [DONE]``), telling
+each ``delta.content`` as it comes and assembling each tool call from its ``delta.tool_calls[index]``
+pieces (id and name first, then fragments of the arguments). A server that ignores ``stream`` and answers
+one JSON body is read as ``chat`` would.
 
 Mapping (agentturn → chat completions):
 
@@ -26,13 +30,13 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from email.message import Message
 from typing import IO, Any, Final
 
 from pydantic import JsonValue
 
-from agentturn.chat import ChatRequest
+from agentturn.chat import ChatRequest, StreamPart, TextDelta
 from agentturn.errors import ModelError, ModelErrorKind
 from agentturn.messages import AiMessage, ModelMessage, ToolCall, UserMessage
 from agentturn.models._history import excerpt, paired, result_text
@@ -117,12 +121,48 @@ class OpenAICompatibleModel:
     # -- ChatModel ---------------------------------------------------------------------------------------
 
     def chat(self, request: ChatRequest) -> AiMessage:
-        body = json.dumps(self.request_body(request), ensure_ascii=False).encode()
-        http_request = urllib.request.Request(self.url, data=body, headers=self._headers, method="POST")
+        with self._open(self.request_body(request)) as response:
+            status = int(response.status)
+            raw = self._read(response.read)
+        return self._reply(status, raw)
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamPart]:
+        """The reply as it is produced: each piece of text, then the whole message (tool calls assembled)."""
+        with self._open({**self.request_body(request), "stream": True}, accept="text/event-stream") as response:
+            status = int(response.status)
+            if "text/event-stream" not in response.headers.get("Content-Type", ""):
+                reply = self._reply(status, self._read(response.read))
+                if reply.content:
+                    yield TextDelta(reply.content)
+                yield reply
+                return
+            texts: list[str] = []
+            calls: dict[int, dict[str, str]] = {}
+            for chunk in self._chunks(response):
+                delta = _first_delta(chunk)
+                if delta is None:
+                    continue
+                text = _content_text(delta.get("content"))
+                if text:
+                    texts.append(text)
+                    yield TextDelta(text)
+                for piece in delta.get("tool_calls") or []:
+                    self._add_call_piece(calls, piece)
+        built = [
+            self._tool_call(
+                index, {"id": call["id"], "function": {"name": call["name"], "arguments": call["arguments"]}}
+            )
+            for index, call in sorted(calls.items())
+        ]
+        yield AiMessage(content="".join(texts), tool_calls=built)
+
+    def _open(self, body: dict[str, Any], *, accept: str = "application/json") -> http.client.HTTPResponse:
+        data = json.dumps(body, ensure_ascii=False).encode()
+        headers = {**self._headers, "Accept": accept} if accept != "application/json" else self._headers
+        http_request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         try:
-            with self._opener.open(http_request, timeout=self.timeout) as response:
-                status = int(response.status)
-                raw = response.read()
+            response: http.client.HTTPResponse = self._opener.open(http_request, timeout=self.timeout)
+            return response
         except urllib.error.HTTPError as exc:
             raise self._http_error(exc) from exc
         except TimeoutError as exc:
@@ -136,10 +176,65 @@ class OpenAICompatibleModel:
                 ModelErrorKind.CONNECTION, f"cannot reach the endpoint: {exc.reason}", retryable=True
             ) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
+            raise self._broken(exc) from exc
+
+    def _read(self, read: Any) -> bytes:
+        try:
+            data: bytes = read()
+            return data
+        except TimeoutError as exc:
+            raise self._error(ModelErrorKind.TIMEOUT, f"no reply within {self.timeout:g} s", retryable=True) from exc
+        except (http.client.HTTPException, ConnectionError) as exc:
+            raise self._broken(exc) from exc
+
+    def _broken(self, exc: Exception) -> ModelError:
+        return self._error(
+            ModelErrorKind.CONNECTION, f"the connection broke: {type(exc).__name__}: {exc}", retryable=True
+        )
+
+    def _chunks(self, response: http.client.HTTPResponse) -> Iterator[Any]:
+        """The JSON documents of the ``data:`` lines, up to ``[DONE]`` (or the end of the body)."""
+        while True:
+            line = self._read(response.readline)
+            if not line:
+                return
+            text = line.decode("utf-8", errors="replace").strip()
+            if not text.startswith("data:"):
+                continue  # blank separators, comments (": keep-alive"), event: and id: fields
+            payload = text[len("data:") :].strip()
+            if payload == "[DONE]":
+                return
+            try:
+                chunk = json.loads(payload)
+            except json.JSONDecodeError:
+                raise self._error(
+                    ModelErrorKind.MALFORMED_RESPONSE, f"a stream chunk is not JSON: {self._excerpt(payload)!r}"
+                ) from None
+            if isinstance(chunk, dict) and chunk.get("error") is not None:
+                detail, code = _error_detail(payload)
+                raise self._error(
+                    ModelErrorKind.SERVER_ERROR,
+                    "the stream ended in an error" + (f" ({code})" if code else "") + f": {self._excerpt(detail)}",
+                    code=code,
+                    retryable=True,
+                )
+            yield chunk
+
+    def _add_call_piece(self, calls: dict[int, dict[str, str]], piece: Any) -> None:
+        index = piece.get("index") if isinstance(piece, dict) else None
+        if not isinstance(index, int):
             raise self._error(
-                ModelErrorKind.CONNECTION, f"the connection broke: {type(exc).__name__}: {exc}", retryable=True
-            ) from exc
-        return self._reply(status, raw)
+                ModelErrorKind.MALFORMED_RESPONSE, f"a streamed tool call has no index: {self._excerpt(piece)!r}"
+            )
+        call = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        if isinstance(piece.get("id"), str):
+            call["id"] = piece["id"]
+        function = piece.get("function")
+        if isinstance(function, dict):
+            if isinstance(function.get("name"), str):
+                call["name"] += function["name"]
+            if isinstance(function.get("arguments"), str):
+                call["arguments"] += function["arguments"]
 
     # -- request -----------------------------------------------------------------------------------------
 
@@ -319,6 +414,14 @@ def _first_message(document: Any) -> dict[str, Any] | None:
         return None
     message = choices[0].get("message")
     return message if isinstance(message, dict) else None
+
+
+def _first_delta(chunk: Any) -> dict[str, Any] | None:
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None  # e.g. the last chunk of ``stream_options.include_usage``, which carries only usage
+    delta = choices[0].get("delta")
+    return delta if isinstance(delta, dict) else None
 
 
 def _content_text(content: Any) -> str:

@@ -3,7 +3,9 @@ model the same way every other adapter does.
 
 Subclass :class:`ChatModelSuite` in a test module and provide a ``provider`` fixture returning a fresh
 :class:`~agentturn.testing.ProviderScript` per test. The scenarios: a tool-call round trip, malformed tool
-arguments, each failure kind with its ``retryable``, and a whole form cycle of the demo support agent.
+arguments, each failure kind with its ``retryable``, and a whole form cycle of the demo support agent;
+then the same answers streamed (``model.stream``): text told in pieces that join to the whole reply, tool
+calls assembled from their pieces, failures typed, and the form cycle ending in the same state.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Final
 import pytest
 
 from agentturn import ResumeCommand, Runner
-from agentturn.chat import ChatRequest
+from agentturn.chat import ChatModel, ChatRequest, TextDelta, collect
 from agentturn.demo import TicketLedger, demo_agents
 from agentturn.errors import ModelError, ModelErrorKind
 from agentturn.messages import AiMessage, ToolCall, ToolMessage, UserMessage
@@ -52,6 +54,16 @@ TOOLS = [
 
 def _ask(text: str = "create a high priority login incident ticket") -> ChatRequest:
     return ChatRequest(system=SYSTEM, messages=[UserMessage(content=text)], tools=TOOLS)
+
+
+class _WholeAnswers:
+    """The adapter without ``stream``: the runner asks it for whole answers."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self._model = model
+
+    def chat(self, request: ChatRequest) -> AiMessage:
+        return self._model.chat(request)
 
 
 class ChatModelSuite:
@@ -125,10 +137,14 @@ class ChatModelSuite:
         assert (error.kind, error.retryable) == (kind, kind in RETRYABLE_KINDS)
         assert kind.value in str(error)
 
-    def test_the_demo_support_agent_runs_a_form_cycle(self, provider: ProviderScript) -> None:
-        # GIVEN the demo support agent on the adapter, whose model calls the ticket tool
+    @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+    def test_the_demo_support_agent_runs_a_form_cycle(self, provider: ProviderScript, streamed: bool) -> None:
+        # GIVEN the demo support agent on the adapter (streaming, or asked for whole answers), whose model
+        # calls the ticket tool
+        provider.streaming = streamed
         ledger = TicketLedger()
-        agents = demo_agents(ledger, chat_model=provider.model)
+        model = provider.model if streamed else _WholeAnswers(provider.model)
+        agents = demo_agents(ledger, chat_model=model)
         agent = next(a for a in agents if a.id == "support-agent")
         runner = Runner(agents=agents)
         provider.answer_tool_calls(
@@ -155,3 +171,68 @@ class ChatModelSuite:
         [ticket] = ledger.entries.values()
         assert ticket["affectedSystem"] == "SSO"
         assert provider.sent_tool_results() == [("call-form-1", ticket)]
+
+    # -- streaming ----------------------------------------------------------------------------------------
+
+    def test_a_streamed_text_answer_is_told_in_pieces_then_whole(self, provider: ProviderScript) -> None:
+        # GIVEN a provider that streams a text answer
+        provider.streaming = True
+        text = "Ticket TICKET-1A2B3C4D is filed: 登录故障 (login failure), priority HIGH."
+        provider.answer_text(text)
+
+        # WHEN the model is asked to stream
+        parts = list(provider.model.stream(_ask()))  # type: ignore[attr-defined]
+
+        # THEN pieces of text come first, joining to the text, and the last part is the whole reply
+        *pieces, reply = parts
+        assert pieces
+        assert all(isinstance(p, TextDelta) for p in pieces)
+        assert "".join(p.text for p in pieces) == text
+        assert reply == AiMessage(content=text)
+
+    def test_streamed_tool_calls_are_assembled(self, provider: ProviderScript) -> None:
+        # GIVEN a provider that streams two tool calls (their arguments in pieces)
+        provider.streaming = True
+        calls = [
+            ToolCall(id="call-lookup-1", name="lookup_user", arguments={"email": "ops@example.com"}),
+            ToolCall(
+                id="call-ticket-1",
+                name="create_support_ticket",
+                arguments={"title": "登录故障 (login failure)", "priority": "HIGH"},
+            ),
+        ]
+        provider.answer_tool_calls(calls)
+
+        # WHEN the model is asked to stream
+        reply = collect(provider.model.stream(_ask()))  # type: ignore[attr-defined]
+
+        # THEN the reply holds both calls, with their ids and whole arguments, in order
+        assert reply.tool_calls == calls
+
+    def test_a_streamed_malformed_tool_call_is_a_model_error(self, provider: ProviderScript) -> None:
+        # GIVEN a provider that streams a tool call whose arguments are not a JSON object
+        provider.streaming = True
+        provider.answer_malformed_arguments("create_support_ticket")
+
+        # WHEN the model is asked to stream, THEN no tool would run on guessed arguments
+        with pytest.raises(ModelError) as raised:
+            collect(provider.model.stream(_ask()))  # type: ignore[attr-defined]
+        assert raised.value.kind is ModelErrorKind.MALFORMED_RESPONSE
+
+    @pytest.mark.parametrize("kind", PROVIDER_FAILURES, ids=[k.value for k in PROVIDER_FAILURES])
+    def test_a_streamed_request_that_fails_is_a_typed_model_error(
+        self, provider: ProviderScript, kind: ModelErrorKind
+    ) -> None:
+        if kind not in provider.failure_kinds:
+            pytest.skip(f"this provider script cannot answer with a {kind.value} failure")
+        # GIVEN a provider that fails the streaming request in the way that means ``kind``
+        provider.streaming = True
+        provider.fail(kind)
+
+        # WHEN the model is asked to stream
+        with pytest.raises(ModelError) as raised:
+            collect(provider.model.stream(_ask()))  # type: ignore[attr-defined]
+
+        # THEN the error is the same as a plain call's
+        error = raised.value
+        assert (error.kind, error.retryable) == (kind, kind in RETRYABLE_KINDS)

@@ -22,6 +22,11 @@ class ProviderScript(Protocol):
         """The adapter under test, talking to this scripted provider."""
         ...
 
+    #: When True, the answers queued from then on are sent as the provider's stream (the reply to a
+    #: streaming request, such as Bedrock's ConverseStream or an OpenAI ``"stream": true`` request);
+    #: when False (the default), as the reply to a plain request.
+    streaming: bool
+
     @property
     def failure_kinds(self) -> frozenset[ModelErrorKind]:
         """The failures :meth:`fail` can script on this provider (the others are skipped, and reported)."""

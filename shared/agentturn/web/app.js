@@ -2,6 +2,8 @@
 // queued or running (bounded, with backoff); the cards do the answering.
 
 import { Api, Attempt, problemText, sendWithRetry } from "./api.js";
+import { LiveChannel, channelFor, serial } from "./live.js";
+import { LiveView } from "./live_view.js";
 import { Poller } from "./poller.js";
 import { Timeline } from "./timeline.js";
 
@@ -41,13 +43,55 @@ const timeline = new Timeline($("timeline"), {
   api,
   // ?clientValidation=off skips the browser-side checks, to see what the server refuses (and for tests).
   noValidate: params.get("clientValidation") === "off",
-  onAction: () => poller.start(),
+  onAction: () => wake(),
   // Against a deployed API the console learns it from the replies ("[demo model] ..."), locally from /_dev/info.
   onDemoModel: showDemoModel,
 });
 const poller = new Poller(refresh, {
   onGiveUp: () => notice("Still waiting for the turn; the page stopped polling. Reload to check again.", false),
 });
+
+// The live timeline (live.js): while subscribed, the page reads the timeline when told to, and polls only
+// slowly as a safety net; when the socket fails it polls as before.
+const liveView = new LiveView($("timeline"));
+const safetyPoller = new Poller(refresh, { firstDelayMs: 50, factor: 3, maxDelayMs: 10000, maxDurationMs: 600000 });
+const refreshOnce = serial(refresh);
+let live = null;
+let devUser = "";
+
+function wake() {
+  if (live?.live) {
+    poller.stop();
+    safetyPoller.start();
+  } else poller.start();
+}
+
+function onLive(message) {
+  if (message.conversationId !== state.conversationId) return;
+  if (message.type === "delta") liveView.delta(message);
+  else if (message.type === "status") liveView.status(message);
+  else if (message.type === "timeline") {
+    const after = liveView.saved(message);
+    refreshOnce().then(after);
+  }
+}
+
+function onLiveState(liveState) {
+  document.body.dataset.live = liveState;
+  if (liveState === "live") wake();
+  else if (liveState === "down" || liveState === "refused") {
+    safetyPoller.stop();
+    poller.start();
+  }
+}
+
+function followConversation() {
+  if (!live) return;
+  const id = state.conversationId;
+  channelFor(state.user || devUser, id).then((channel) => {
+    if (id === state.conversationId) live.follow(channel);
+  });
+}
 
 function notice(text, isError = true) {
   const box = $("notice");
@@ -85,6 +129,7 @@ async function refresh() {
   }
   const messages = result.body?.messages || [];
   timeline.render(messages);
+  liveView.settle(messages);
   $("empty").hidden = messages.length > 0;
   state.activeTurnId = result.body?.activeTurnId || null;
   $("cancel-turn").hidden = !state.activeTurnId;
@@ -118,9 +163,11 @@ function setConversation(id, { push = true } = {}) {
   $("conversation").value = id;
   if (push) history.replaceState(null, "", `${location.pathname}${location.search}#c=${encodeURIComponent(id)}`);
   timeline.reset();
+  liveView.reset();
   showTurn(null);
   notice("");
-  poller.start();
+  followConversation();
+  wake();
 }
 
 function newConversationId() {
@@ -138,6 +185,7 @@ async function send(event) {
   localStorage.setItem("agentturn.agent", agentId);
   $("send").disabled = true;
   notice("");
+  liveView.echo(input);
   const body = { input, agentId, conversationId: state.conversationId };
   const result = await sendWithRetry(startAttempt, body, (key) => api.startTurn(state.conversationId, input, agentId, key));
   $("send").disabled = false;
@@ -146,11 +194,13 @@ async function send(event) {
     state.lastTurnId = result.body?.turnId || null;
     if (result.body?.status) showTurn(result.body);
   } else if (result.status === 409 && result.problem?.activeTurnId) {
+    liveView.echo(null);
     notice("This conversation has a turn that has not finished: answer or cancel it first.");
   } else {
+    liveView.echo(null);
     notice(problemText(result));
   }
-  poller.start();
+  wake();
 }
 
 const cancelAttempt = new Attempt();
@@ -160,7 +210,7 @@ async function cancelTurn() {
   if (!turnId) return;
   const result = await sendWithRetry(cancelAttempt, { turnId }, (key) => api.cancel(turnId, key));
   if (!result.ok) notice(problemText(result));
-  poller.start();
+  wake();
 }
 
 async function loadDevInfo() {
@@ -168,6 +218,15 @@ async function loadDevInfo() {
   const info = await api.devInfo();
   if (!info.ok || !info.body) return;
   if (info.body.model === "demo") showDemoModel();
+  if (info.body.live) {
+    devUser = info.body.defaultUser;
+    const { realtimeUrl, host } = info.body.live;
+    // Locally the dev user stands for the JWT a deployed page would send (AppSync checks it, then the
+    // channel namespace's handler checks that the channel is the caller's own).
+    const authorization = () => ({ host, "x-agentturn-dev-user": state.user || devUser });
+    live = new LiveChannel({ realtimeUrl, authorization, onMessage: onLive, onState: onLiveState });
+    followConversation();
+  }
   const users = [...new Set([info.body.defaultUser, ...(info.body.users || [])].filter(Boolean))];
   if (state.user && !users.includes(state.user)) users.push(state.user);
   const select = $("user");

@@ -1,0 +1,257 @@
+"""The live timeline, measured in the console: ``agentturn dev`` with a scripted model that streams with
+delays, driven by Playwright in Debian's Chromium (headless).
+
+For each repeat, a fresh conversation; the bench clicks Send and reads the page's own clock
+(``performance.now()``):
+
+* **submit → first token**: from the click to the first streamed piece shown (``agentturn:first-delta``);
+* **start → first token**: from the turn's ``queued`` status (the turn exists) to the first piece;
+* the same first-token time with the live socket killed (the console polls), where the first text shown is
+  the whole saved reply.
+
+The model waits ``--first-delay`` seconds before its first piece (a model's time to first token) and
+``--piece-delay`` between pieces of 4 characters; figures are reported with that delay and without it (the
+overhead of the path: handler, publish, local AppSync stand-in, socket, rendering).
+
+It also counts the publishes of one turn of each kind (a WebSocket subscriber of the dev server counts the
+messages on the conversation's channel: one message per publish) and the notices, and prices them at list
+prices per million cycles.
+
+    python -m bench.bench_live [--repeats 8] [--first-delay 1.0] [--piece-delay 0.05] [--out bench/results/live.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO / "shared"), str(REPO)]
+
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, DevProcess, free_port  # noqa: E402
+
+#: List prices (us-east-1): AppSync Events $1.00 per million operations (a publish is one inbound message,
+#: each delivery one outbound message; connect and subscribe requests are operations too) and $0.08 per
+#: million connection-minutes; EventBridge custom events $1.00 per million.
+APPSYNC_PER_MILLION_OPERATIONS = 1.00
+APPSYNC_PER_MILLION_CONNECTION_MINUTES = 0.08
+EVENTBRIDGE_PER_MILLION_EVENTS = 1.00
+
+TICKET = "create a high priority login incident ticket"
+FORM = {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}
+
+
+def _first_token(page: Any, conversation: str, agent: str, *, live: bool) -> dict[str, float]:
+    # A new query each time: a change of the hash alone would keep the page (and its conversation).
+    page.goto(f"/?agent={agent}&run={conversation}#c={conversation}")
+    page.wait_for_function("(agent) => document.querySelector('#agent').value === agent", arg=agent)
+    if live:
+        page.wait_for_function("document.body.dataset.live === 'live'")
+    page.evaluate("() => { performance.clearMarks(); }")
+    page.locator("#input").fill("write something")
+    clicked = page.evaluate("() => { performance.mark('bench:submit'); return performance.now(); }")
+    page.locator("#send").click()
+    if live:
+        page.wait_for_function("performance.getEntriesByName('agentturn:first-delta').length > 0", timeout=60_000)
+        marks = page.evaluate(
+            "() => Object.fromEntries(['agentturn:first-delta', 'agentturn:queued']"
+            ".map((n) => [n, performance.getEntriesByName(n)[0]?.startTime ?? null]))"
+        )
+        first, queued = marks["agentturn:first-delta"], marks["agentturn:queued"]
+        page.wait_for_function("document.querySelector('#turn-status').textContent.includes('done')", timeout=60_000)
+        return {"submit_to_first_token_ms": first - clicked, "start_to_first_token_ms": first - queued}
+    page.wait_for_function(
+        "document.querySelectorAll('[data-testid=ai-message]').length > 0", timeout=60_000, polling=10
+    )
+    shown = page.evaluate("() => performance.now()")
+    return {"submit_to_first_text_ms": shown - clicked}
+
+
+def _channel_messages(dev: DevProcess, user: str, conversation: str, act: Any, until: Any) -> list[dict[str, Any]]:
+    from websockets.sync.client import connect
+
+    from agentturn.api.live_channels import channel_for
+    from agentturn.local.live import SUBPROTOCOL, header_subprotocol
+
+    _, info = dev.request("GET", "/_dev/info")
+    auth = header_subprotocol({"host": info["live"]["host"], "x-agentturn-dev-user": user})
+    seen: list[dict[str, Any]] = []
+    with connect(info["live"]["realtimeUrl"], subprotocols=[SUBPROTOCOL, auth], origin=dev.url.rstrip("/")) as ws:  # type: ignore[list-item]
+        ws.send(json.dumps({"type": "connection_init"}))
+        ws.recv(timeout=10)
+        ws.send(json.dumps({"type": "subscribe", "id": "b", "channel": channel_for(user, conversation)}))
+        ws.recv(timeout=10)
+        act()
+        deadline = time.monotonic() + 60
+        while not until(seen) and time.monotonic() < deadline:
+            message = json.loads(ws.recv(timeout=60))
+            if message["type"] == "data":
+                seen.append(json.loads(message["event"]))
+    return seen
+
+
+def _ended(messages: list[dict[str, Any]]) -> bool:
+    """A save that leaves the turn waiting for a person or ended."""
+    return any(m["type"] == "timeline" and m["status"] not in ("READY", "RUNNING") for m in messages)
+
+
+def _count(messages: list[dict[str, Any]]) -> dict[str, int]:
+    kinds = {"timeline": 0, "status": 0, "delta": 0}
+    for m in messages:
+        kinds[m["type"]] += 1
+    return {**kinds, "total": len(messages)}
+
+
+def _publishes(dev: DevProcess, agent: str) -> dict[str, Any]:
+    user = "bench"
+    header = {"X-Agentturn-Dev-User": user}
+    streamed = f"bench-{uuid.uuid4().hex[:8]}"
+    text = _channel_messages(
+        dev,
+        user,
+        streamed,
+        lambda: dev.request("POST", f"/conversations/{streamed}/turns", {"input": "write", "agentId": agent}, header),
+        _ended,
+    )
+    cycle = f"bench-{uuid.uuid4().hex[:8]}"
+    turn: dict[str, Any] = {}
+
+    def start() -> None:
+        _, body = dev.request(
+            "POST", f"/conversations/{cycle}/turns", {"input": TICKET, "agentId": "support-agent"}, header
+        )
+        turn.update(body)
+
+    asked = _channel_messages(dev, user, cycle, start, _ended)
+    action = _wait_action(dev, turn["turnId"], header)
+
+    def submit() -> None:
+        dev.request(
+            "POST",
+            f"/turns/{turn['turnId']}/actions/{action}/submit",
+            {"data": FORM},
+            {**header, "Idempotency-Key": uuid.uuid4().hex},
+        )
+
+    answered = _channel_messages(dev, user, cycle, submit, _ended)
+    return {
+        "streamed_text_turn": _count(text),
+        "form_cycle_start": _count(asked),
+        "form_cycle_submit_and_resume": _count(answered),
+        "form_cycle_total": len(asked) + len(answered),
+        # One suspension and one end per form cycle: one PutEvents entry each.
+        "form_cycle_notices": 2,
+    }
+
+
+def _wait_action(dev: DevProcess, turn_id: str, header: dict[str, str]) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        _, turn = dev.request("GET", f"/turns/{turn_id}", headers=header)
+        suspension = turn.get("suspension") or {}
+        if suspension.get("actionId"):
+            return str(suspension["actionId"])
+        time.sleep(0.1)
+    raise TimeoutError(f"turn {turn_id} never waited for its form")
+
+
+def _cost(publishes_per_cycle: int, notices_per_cycle: int, connection_minutes: float) -> dict[str, float]:
+    """US$ per million form cycles, one page watching: each publish is one inbound and one outbound operation,
+    plus one connect and one subscribe per page visit; the connection is open ``connection_minutes``."""
+    operations = 2 * publishes_per_cycle + 2
+    appsync_ops = operations * APPSYNC_PER_MILLION_OPERATIONS
+    appsync_minutes = connection_minutes * APPSYNC_PER_MILLION_CONNECTION_MINUTES
+    eventbridge = notices_per_cycle * EVENTBRIDGE_PER_MILLION_EVENTS
+    return {
+        "appsync_operations_per_cycle": operations,
+        "appsync_operations_usd": round(appsync_ops, 2),
+        "appsync_connection_minutes_usd": round(appsync_minutes, 2),
+        "eventbridge_usd": round(eventbridge, 2),
+        "total_usd_per_million_cycles": round(appsync_ops + appsync_minutes + eventbridge, 2),
+    }
+
+
+def _summary(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "median": round(statistics.median(ordered), 1),
+        "p90": round(ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], 1),
+        "min": round(ordered[0], 1),
+        "max": round(ordered[-1], 1),
+        "n": len(ordered),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=8)
+    parser.add_argument("--first-delay", type=float, default=1.0)
+    parser.add_argument("--piece-delay", type=float, default=0.05)
+    parser.add_argument("--connection-minutes", type=float, default=2.0)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "live.json")
+    args = parser.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    env = {
+        "AGENTTURN_AGENTS": "bench.live_agents:agents",
+        "BENCH_LIVE_FIRST_DELAY": str(args.first_delay),
+        "BENCH_LIVE_PIECE_DELAY": str(args.piece_delay),
+    }
+    log = REPO / ".artifacts" / "bench-live-dev.log"
+    dev = DevProcess(free_port(), log, args=["--quiet"], env=env)
+    dev.base_env = {"PYTHONPATH": os.pathsep.join([str(REPO / "shared"), str(REPO)])}
+    dev.start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            context = browser.new_context(base_url=dev.url)
+            page = context.new_page()
+            live = [
+                _first_token(page, f"bench-{uuid.uuid4().hex[:8]}", "streamer", live=True) for _ in range(args.repeats)
+            ]
+            polled_page = context.new_page()
+            polled_page.route_web_socket("**/event/realtime", lambda ws: ws.close())
+            polled = [
+                _first_token(polled_page, f"bench-{uuid.uuid4().hex[:8]}", "streamer", live=False)
+                for _ in range(max(3, args.repeats // 2))
+            ]
+            browser.close()
+        publishes = _publishes(dev, "streamer")
+    finally:
+        dev.stop()
+
+    delay_ms = args.first_delay * 1000
+    submit = [s["submit_to_first_token_ms"] for s in live]
+    start = [s["start_to_first_token_ms"] for s in live]
+    results = {
+        "model": {"first_delay_s": args.first_delay, "piece_delay_s": args.piece_delay, "piece_chars": 4},
+        "live": {
+            "submit_to_first_token_ms": _summary(submit),
+            "start_to_first_token_ms": _summary(start),
+            "submit_to_first_token_minus_model_delay_ms": _summary([s - delay_ms for s in submit]),
+            "start_to_first_token_minus_model_delay_ms": _summary([s - delay_ms for s in start]),
+        },
+        "polling_socket_killed": {
+            "submit_to_first_text_ms": _summary([s["submit_to_first_text_ms"] for s in polled]),
+        },
+        "publishes": publishes,
+        "cost_per_million_form_cycles": _cost(
+            publishes["form_cycle_total"], publishes["form_cycle_notices"], args.connection_minutes
+        ),
+        "assumed_connection_minutes_per_cycle": args.connection_minutes,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
