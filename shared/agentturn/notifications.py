@@ -9,7 +9,7 @@ rule may route it to e-mail or chat without leaking a form. A sink that fails is
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal, Protocol, TypeAlias
 
 from agentturn._clock import iso
@@ -28,6 +28,17 @@ _KINDS: Final[dict[EventType, NoticeKind]] = {
 }
 
 
+class NoticeAction(WireModel):
+    """One decision a suspended turn waits for: its kind, the id an answer names, the form or the tool, and
+    the deadline (ISO 8601 UTC; absent when it waits forever)."""
+
+    suspension_type: str
+    action_id: str
+    form_key: str | None = None
+    tool_name: str | None = None
+    deadline: str | None = None
+
+
 class TurnNotice(WireModel):
     kind: NoticeKind
     turn_id: str
@@ -41,6 +52,9 @@ class TurnNotice(WireModel):
     form_key: str | None = None
     tool_name: str | None = None
     deadline: str | None = None
+    #: For a suspension: every decision the turn waits for, in order (the fields above repeat the first), so
+    #: a rule can reach every person whose answer a batch of several tool calls needs.
+    pending_actions: list[NoticeAction] | None = None
     #: For an end: the turn's status (COMPLETED, FAILED, MAX_STEPS_REACHED, ...) and the error's type.
     status: str | None = None
     error: str | None = None
@@ -75,7 +89,8 @@ def notice_of(event: Event, owner_of: OwnerOf = _no_owner) -> TurnNotice | None:
             action_id=_text(data.get("actionId")),
             form_key=_text(data.get("formKey")),
             tool_name=_text(data.get("toolName")),
-            deadline=_iso(expires) if isinstance(expires, int | float) else None,
+            deadline=_deadline(expires),
+            pending_actions=_actions(data.get("actions")),
         )
     return TurnNotice(
         kind=kind,
@@ -87,12 +102,29 @@ def notice_of(event: Event, owner_of: OwnerOf = _no_owner) -> TurnNotice | None:
     )
 
 
+def _deadline(expires: object) -> str | None:
+    return iso(expires) if isinstance(expires, int | float) else None
+
+
+def _actions(raw: object) -> list[NoticeAction]:
+    # Event data is frozen (lists become tuples, dicts read-only mappings).
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        return []
+    return [
+        NoticeAction(
+            suspension_type=str(item.get("type")),
+            action_id=str(item.get("actionId")),
+            form_key=_text(item.get("formKey")),
+            tool_name=_text(item.get("toolName")),
+            deadline=_deadline(item.get("expiresAt")),
+        )
+        for item in raw
+        if isinstance(item, Mapping)
+    ]
+
+
 def _text(value: object) -> str | None:
     return str(value) if value is not None else None
-
-
-def _iso(epoch: float) -> str:
-    return iso(epoch)
 
 
 class TurnNotifier:

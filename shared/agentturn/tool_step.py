@@ -30,7 +30,7 @@ from agentturn.messages import ToolCall, ToolMessage, form_message_id
 from agentturn.projection import stamp
 from agentturn.registry import AgentRegistry
 from agentturn.sequencer import EventSequencer
-from agentturn.state import Turn, TurnPhase, TurnStatus
+from agentturn.state import Suspension, Turn, TurnPhase, TurnStatus
 from agentturn.store import TurnStore
 from agentturn.suspend import (
     InputTarget,
@@ -291,7 +291,19 @@ class ToolStep:
             toolName=first.metadata.get("toolName"),
             expiresAt=first.expires_at,
             actionIds=[s.correlation_id for s in turn.suspensions],
+            actions=[_action_summary(s) for s in turn.suspensions],
         )
+
+
+def _action_summary(suspension: Suspension) -> dict[str, Any]:
+    """What a notice may say of one pending decision: ids and names, never arguments or form data."""
+    return {
+        "type": suspension.type.value,
+        "actionId": suspension.correlation_id,
+        "formKey": suspension.metadata.get("formKey"),
+        "toolName": suspension.metadata.get("toolName"),
+        "expiresAt": suspension.expires_at,
+    }
 
 
 def _jsonable(value: Any) -> Any:

@@ -83,6 +83,14 @@ def test_a_suspension_and_the_end_reach_a_rule_with_ids_and_no_form_data(bus: tu
         "actionId": waiting.suspension.action_id,
         "formKey": "support_ticket_details",
         "toolName": "create_support_ticket",
+        "pendingActions": [
+            {
+                "suspensionType": "USER_INPUT",
+                "actionId": waiting.suspension.action_id,
+                "formKey": "support_ticket_details",
+                "toolName": "create_support_ticket",
+            }
+        ],
     }
     assert completed == {
         "kind": "COMPLETED",
@@ -145,6 +153,35 @@ def test_a_refused_put_never_fails_the_turn(bus: tuple[Any, str, Any, str]) -> N
     # THEN it completed, and the failed notice was counted
     assert done.status is TurnStatus.COMPLETED
     assert failures == ["COMPLETED"]
+
+
+def test_a_wait_on_several_decisions_names_each_of_them_in_one_notice() -> None:
+    # GIVEN a sink that keeps what it gets, and the demo assistant, which asks for four decisions "at once"
+    kept: list[TurnNotice] = []
+
+    class Keep:
+        def send(self, notice: TurnNotice) -> None:
+            kept.append(notice)
+
+    clock = FakeClock()
+    agents = demo_agents(TicketLedger())
+    assistant = next(a for a in agents if a.id == "assistant")
+    runner = Runner(InMemoryTurnStore(clock=clock), InMemoryChatMemory(), agents, [TurnNotifier(Keep())], clock=clock)
+
+    # WHEN one model message asks for two refunds, a meeting form and a ticket at once
+    waiting = runner.run(assistant, "chat-1", "refund both orders, book a room and open a ticket at once")
+
+    # THEN one notice lists every pending decision, in the order of the turn's suspensions
+    [notice] = kept
+    assert notice.kind == "SUSPENDED"
+    assert notice.pending_actions is not None
+    assert [a.action_id for a in notice.pending_actions] == [s.action_id for s in waiting.suspensions]
+    assert len(notice.pending_actions) == 4
+    assert [(a.suspension_type, a.form_key, a.tool_name) for a in notice.pending_actions] == [
+        (s.type.value, s.form_key, s.tool_name) for s in waiting.suspensions
+    ]
+    # AND the first is repeated at the top, as for a single wait
+    assert notice.action_id == waiting.suspensions[0].action_id
 
 
 class _Raw:
