@@ -35,6 +35,12 @@ class AgentTurnStack(Stack):
             "SnapshotBucketName": (system.bucket.bucket_name, "S3 bucket for snapshots too large for an item"),
             "ResumeQueueUrl": (system.queue.queue_url, "SQS queue the worker consumes"),
             "AlarmTopicArn": (system.alarm_topic.topic_arn, "SNS topic of the alarms: subscribe to it"),
+            "LiveRealtimeUrl": (
+                system.live.realtime_url,
+                "AppSync Events WebSocket URL: subscribe to your conversations' channels with your JWT",
+            ),
+            "LivePublishUrl": (system.live.publish_url, "AppSync Events HTTP publish URL (IAM; the functions use it)"),
+            "NoticeBusName": (system.event_bus.event_bus_name, "EventBridge bus of the turn notices: put rules on it"),
         }
         if system.dead_letter_queue is not None:
             outputs["DeadLetterQueueUrl"] = (

@@ -468,6 +468,11 @@ def test_outputs(synth: Synth) -> None:
     assert synth.logical_id(stack.http_api.http_api) in set(refs(api_url))
     assert "execute-api" in str(api_url)
     assert outputs["JwtIssuer"]["Value"] == {"Fn::GetAtt": [synth.logical_id(stack.user_pool), "ProviderURL"]}
+    assert outputs["NoticeBusName"]["Value"] == {"Ref": synth.logical_id(stack.event_bus)}
+    event_api = synth.logical_id(stack.live.api)
+    assert event_api in set(refs(outputs["LiveRealtimeUrl"]["Value"]))
+    assert event_api in set(refs(outputs["LivePublishUrl"]["Value"]))
+    assert "/event/realtime" in str(outputs["LiveRealtimeUrl"]["Value"])
 
 
 def test_template_is_environment_agnostic(synth: Synth) -> None:
