@@ -30,6 +30,7 @@ def test_command_line_strings_are_parsed() -> None:
         removalPolicy="DESTROY",
         logRetentionDays="7",
         tracing="false",
+        sdkTracing="true",
         jwtIssuer="https://issuer.example.com",
         jwtAudience="a, b",
         bedrockModelIds='["amazon.nova-lite-v1:0"]',
@@ -38,6 +39,7 @@ def test_command_line_strings_are_parsed() -> None:
     assert parsed.props["removal_policy"] == RemovalPolicy.DESTROY
     assert parsed.props["log_retention_days"] == 7
     assert parsed.props["tracing"] is False
+    assert parsed.props["sdk_tracing"] is True
     assert parsed.props["auth"] == OidcAuth("https://issuer.example.com", ("a", "b"))
     assert parsed.props["bedrock_model_ids"] == ("amazon.nova-lite-v1:0",)
     assert parsed.props["api_props"] == ApiProps(throttle_rate=5)

@@ -293,6 +293,19 @@ def test_the_worker_reservation_can_be_turned_off() -> None:
     assert "ReservedConcurrentExecutions" not in template["Resources"][worker]["Properties"]
 
 
+def test_sdk_tracing_turns_powertools_tracer_on_only_with_active_tracing() -> None:
+    # GIVEN systems asking for the SDK's subsegments, with and without X-Ray active tracing
+    for tracing, expected in ((True, "false"), (False, "true")):
+        # WHEN they are synthesised
+        _, template = build(lambda stack, t=tracing: AgentTurn(stack, "AgentTurn", tracing=t, sdk_tracing=True))  # type: ignore[misc]
+        functions = of_type(template, "AWS::Lambda::Function").values()
+        variables = [f["Properties"]["Environment"]["Variables"] for f in functions if "Environment" in f["Properties"]]
+        # THEN Powertools traces only where X-Ray records the invocation
+        assert variables and {
+            v["POWERTOOLS_TRACE_DISABLED"] for v in variables if "POWERTOOLS_TRACE_DISABLED" in v
+        } == {expected}
+
+
 def test_every_created_resource_is_exposed() -> None:
     system, _ = build(lambda stack: AgentTurn(stack, "AgentTurn"))
     for attribute in ("api", "turns_table", "conversations_table", "queue", "dead_letter_queue", "bucket",

@@ -203,6 +203,15 @@ def test_function_sizing(synth: Synth) -> None:
     }
 
 
+def test_active_tracing_without_the_sdk_by_default(synth: Synth) -> None:
+    # Lambda's own X-Ray tracing costs no import; Powertools' Tracer (the X-Ray SDK, ~0.25 s of every cold
+    # start) stays off unless sdk_tracing asks for it.
+    for name in FUNCTIONS:
+        properties = _function(synth, name)
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert properties["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
+
+
 def test_variant_architecture_and_tracing(variant: Synth) -> None:
     for name in FUNCTIONS:
         properties = _function(variant, name)

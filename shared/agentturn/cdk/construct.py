@@ -141,6 +141,7 @@ class AgentTurn(Construct):
         expire_overdue_waits: bool = True,
         terminal_ttl_days: int | None = None,
         tracing: bool = True,
+        sdk_tracing: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         _refuse_existing_with_props(
@@ -180,6 +181,7 @@ class AgentTurn(Construct):
             terminal_ttl_days=terminal_ttl_days,
             alarm_email=alarm_email,
             tracing=tracing,
+            sdk_tracing=sdk_tracing,
             api=api_props or ApiProps(),
             tables=table_props or TableProps(),
             queue=queue_props or QueueProps(),
@@ -450,7 +452,7 @@ class AgentTurn(Construct):
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
-            "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing else "true",
+            "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing and settings.sdk_tracing else "true",
         }
         access = permissions.access(name)
         if access.blobs or access.purge:
