@@ -7,6 +7,7 @@ over after making its timeline whole.
 
 from __future__ import annotations
 
+from agentturn.conversation_list import listing_for
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
 from agentturn.memory import ChatMemory
 from agentturn.projection import project
@@ -33,13 +34,17 @@ class ConversationLock:
         conditional write. The turn exists before it takes the conversation, so whoever finds it named
         there can load it; one that crashes in between is refused by the worker (:func:`holds`).
         """
-        if memory.set_active_turn(turn.id, expected=None):
+        # The conversations list is written by this same take (it costs no request of its own).
+        listing = listing_for(turn)
+        if memory.set_active_turn(turn.id, expected=None, listing=listing):
             return
         previous = memory.get_active_turn()
         if previous is None:
-            taken = memory.set_active_turn(turn.id, expected=None)
+            taken = memory.set_active_turn(turn.id, expected=None, listing=listing)
         else:
-            taken = self._previous_finished(memory, previous) and memory.set_active_turn(turn.id, expected=previous)
+            taken = self._previous_finished(memory, previous) and memory.set_active_turn(
+                turn.id, expected=previous, listing=listing
+            )
         if not taken:
             # Lost the conversation: leave no trace of this turn.
             self._store.delete(turn.id, expected_version=turn.version)

@@ -164,6 +164,12 @@ MESSAGE_ID: Final = "messageId"
 CARD_ID: Final = "cardId"
 MODEL_INDEX: Final = "model"
 MESSAGE_ID_INDEX: Final = "byMessageId"
+#: On the head item only, once a turn of an owned conversation started: the owner, the start of its latest
+#: turn, the title (from its first turn). The sparse ``byOwner`` GSI lists an owner's conversations.
+LIST_OWNER: Final = "listOwner"
+LAST_ACTIVITY: Final = "lastActivity"
+TITLE: Final = "title"
+OWNER_INDEX: Final = "byOwner"
 
 CONVERSATIONS_TABLE = TableDefinition(
     logical_name="Conversations",
@@ -175,6 +181,14 @@ CONVERSATIONS_TABLE = TableDefinition(
         # Cards by id, for the projection's card repair. Sparse (cards only) and KEYS_ONLY: model messages,
         # most of a timeline, cost no write here (every index write is at least one write unit).
         IndexDefinition(MESSAGE_ID_INDEX, KeyAttribute(CONVERSATION_ID, "S"), KeyAttribute(CARD_ID, "S"), "KEYS_ONLY"),
+    ),
+    global_indexes=(
+        # The conversations list: one Query per page. Sparse (head items of owned conversations only), and
+        # the active turn is not projected, so letting go of a conversation writes nothing here; only a
+        # turn start moves the entry (one index write the first time, a delete and a put after).
+        IndexDefinition(
+            OWNER_INDEX, KeyAttribute(LIST_OWNER, "S"), KeyAttribute(LAST_ACTIVITY, "S"), "INCLUDE", (TITLE,)
+        ),
     ),
     ttl_attribute=EXPIRES_AT,
 )
