@@ -20,7 +20,22 @@ MARKUP_APIS = re.compile(
 
 @pytest.mark.parametrize(
     "name",
-    ["app.js", "api.js", "cards.js", "dom.js", "poller.js", "timeline.js", "src/forms.jsx", "src/form_messages.mjs"],
+    [
+        "app.js",
+        "api.js",
+        "cards.js",
+        "conversations.js",
+        "dom.js",
+        "drafts.js",
+        "poller.js",
+        "schema_text.js",
+        "scroll.js",
+        "timeline.js",
+        "src/forms.jsx",
+        "src/form_messages.mjs",
+        "src/markdown.mjs",
+        "src/validator.mjs",
+    ],
 )
 def test_console_code_never_parses_strings_as_html(name: str) -> None:
     source = (WEB / name).read_text()
