@@ -197,14 +197,37 @@ function asAjvError(root, error) {
   return { instancePath, keyword, params, schemaPath: keywordLocation, message: error.error, parentSchema: parent };
 }
 
-const isLeaf = (error) => !WRAPPERS.has(error.keyword);
+/** Whether Ajv would report this error itself (cfworker also reports the keywords that contain a failure). */
+function isLeaf(root, error) {
+  if (WRAPPERS.has(error.keyword)) return false;
+  const location = error.keywordLocation;
+  if (error.keyword === "additionalProperties" || error.keyword === "unevaluatedProperties") {
+    // "not a field of this form" only when the keyword is `false`; otherwise its subschema's errors say it.
+    return pointerGet(root, location) === false;
+  }
+  return true;
+}
+
+/** The `false` subschema an undeclared property met: the same refusal as its keyword's, said once. */
+function undeclaredLocations(errors) {
+  const locations = new Set();
+  for (const error of errors) {
+    if (error.keyword !== "additionalProperties" && error.keyword !== "unevaluatedProperties") continue;
+    const name = quoted(error.error);
+    if (name !== undefined) locations.add(`${error.instanceLocation}/${encodeURIComponent(name)}`);
+    if (name !== undefined) locations.add(`${error.instanceLocation}/${name}`);
+  }
+  return locations;
+}
 
 /** Ajv-shaped errors of ``data`` against ``schema``; [] when it is valid. */
 export function ajvErrors(schema, data) {
   const { errors } = rawValidate(schema, data);
   const seen = new Set();
+  const undeclared = undeclaredLocations(errors);
   return errors
-    .filter(isLeaf)
+    .filter((error) => isLeaf(schema, error))
+    .filter((error) => !(error.keyword === "false" && undeclared.has(error.instanceLocation)))
     .map((error) => asAjvError(schema, error))
     .filter((error) => {
       const key = `${error.instancePath}|${error.schemaPath}|${error.params.missingProperty ?? ""}`;
