@@ -224,6 +224,11 @@ async function send(event) {
   const body = { input, agentId, conversationId: cid };
   const result = await sendWithRetry(startAttempt, body, (key) => api.startTurn(cid, input, agentId, key));
   $("send").disabled = false;
+  if (cid !== state.conversationId) {
+    // The person opened another conversation meanwhile: the list shows where the message went.
+    conversations.refresh();
+    return;
+  }
   if (result.ok) {
     state.lastTurnId = result.body?.turnId || null;
     state.settled = null;
