@@ -2,10 +2,26 @@
 // the server's opaque cursor. Each entry is a link to `#c=<id>`, so opening one is ordinary navigation: the
 // browser's back and forward buttons go through the conversations a person opened.
 
-import { el, time } from "./dom.js";
+import { el } from "./dom.js";
 
 export function conversationHref(id) {
   return `#c=${encodeURIComponent(id)}`;
+}
+
+/** "14:05" today, "Mon 14:05" this week, a date before: short enough for the list, exact in the tooltip. */
+function when(iso) {
+  const date = new Date(iso);
+  if (!iso || Number.isNaN(date.getTime())) return null;
+  const now = new Date();
+  const sameDay = date.toDateString() === now.toDateString();
+  const withinWeek = now - date < 6 * 24 * 3600 * 1000;
+  const clock = { hour: "2-digit", minute: "2-digit" };
+  const text = sameDay
+    ? date.toLocaleTimeString([], clock)
+    : withinWeek
+      ? date.toLocaleString([], { weekday: "short", ...clock })
+      : date.toLocaleDateString();
+  return el("time", { datetime: iso, title: date.toLocaleString() }, text);
 }
 
 export class ConversationList {
@@ -77,7 +93,7 @@ export class ConversationList {
             dataset: { conversationId: entry.conversationId },
           },
           el("span", { class: "conversation-name" }, entry.title || "Untitled conversation"),
-          el("span", { class: "conversation-when" }, time(entry.lastActivityAt)),
+          el("span", { class: "conversation-when" }, when(entry.lastActivityAt)),
         ),
       ),
     );
