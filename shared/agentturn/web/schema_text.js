@@ -14,6 +14,8 @@ export function uiSchemaFor(schema) {
   const ui = {};
   const names = enumNames(schema);
   if (names) ui["ui:enumNames"] = names.map(String);
+  const choices = Array.isArray(schema.enum) || (Array.isArray(schema.oneOf) && schema.oneOf.every((c) => c && "const" in c));
+  if (choices && schema.type !== "array") ui["ui:placeholder"] = "Choose…"; // an empty drop-down says what it wants
   if (Array.isArray(schema.items?.enum)) {
     const itemNames = enumNames(schema.items);
     if (itemNames) ui.items = { "ui:enumNames": itemNames.map(String) };
