@@ -50,7 +50,7 @@ const timeline = new Timeline($("timeline"), {
   api,
   // ?clientValidation=off skips the browser-side checks, to see what the server refuses (and for tests).
   noValidate: params.get("clientValidation") === "off",
-  onAction: () => poller.start(),
+  onAction: () => wake(),
   // Against a deployed API the console learns it from the replies ("[demo model] ..."), locally from /_dev/info.
   onDemoModel: showDemoModel,
 });
@@ -117,7 +117,13 @@ async function refresh() {
   }
   const messages = result.body?.messages || [];
   const before = timeline.pendingCount();
-  scroll.around(() => timeline.render(messages), { label: "New messages below ↓" });
+  scroll.around(
+    () => {
+      timeline.render(messages);
+      live.view?.settle(messages);
+    },
+    { label: "New messages below ↓" },
+  );
   if (timeline.pendingCount() > before && !scroll.atBottom()) {
     $("jump-latest").textContent = "An answer is needed below ↓";
     $("jump-latest").hidden = false;
@@ -182,7 +188,8 @@ function openConversation(id) {
   conversations.setActive(id);
   closeSidebar();
   scroll.toBottom();
-  poller.start();
+  followConversation();
+  wake();
 }
 
 function conversationFromHash() {
@@ -240,7 +247,7 @@ async function send(event) {
     if (result.status === 409 && result.problem?.activeTurnId) notice(BUSY_NOTICE);
     else notice(problemText(result));
   }
-  poller.start();
+  wake();
 }
 
 const cancelAttempt = new Attempt();
@@ -270,7 +277,7 @@ async function cancelTurn() {
     showCancel();
     notice(problemText(result));
   }
-  poller.start();
+  wake();
 }
 
 function openSidebar() {
@@ -292,6 +299,7 @@ async function loadDevInfo() {
   const info = await api.devInfo();
   if (!info.ok || !info.body) return;
   if (info.body.model === "demo") showDemoModel();
+  attachLive(info.body);
   const users = [...new Set([info.body.defaultUser, ...(info.body.users || [])].filter(Boolean))];
   if (state.user && !users.includes(state.user)) users.push(state.user);
   const select = $("user");
@@ -321,22 +329,72 @@ async function loadDevInfo() {
   }
 }
 
-/** The live-timeline module (web/live.js), when this build has it: streamed text and push instead of polling. */
-async function attachLive() {
-  try {
-    const live = await import("./live.js");
-    if (typeof live.attach === "function") {
-      live.attach({
-        api,
-        timeline,
-        conversationId: () => state.conversationId,
-        refresh: () => poller.start(),
-        scroll,
-      });
-    }
-  } catch {
-    // Not in this build: polling does the job.
+// ------------------------------------------------------------------ the live timeline (web/live.js)
+// When this build has the live-timeline modules (live.js: the conversation's channel; live_view.js: the
+// streamed text and what the turn does now) and the server offers a channel (`/_dev/info` says where), the
+// page reads the timeline when the channel says so and polls only slowly as a safety net; when the socket
+// fails it polls as before. Without them, polling does the job. The person's message is echoed by the
+// timeline itself (timeline.echo), and the "Queued…/Thinking…" row steps aside while the live entry shows.
+
+const live = { channel: null, view: null, safety: null, refreshOnce: null, channelFor: null, devUser: "" };
+
+function wake() {
+  if (live.channel?.live) {
+    poller.stop();
+    live.safety.start();
+  } else poller.start();
+}
+
+function followConversation() {
+  if (!live.channel) return;
+  const id = state.conversationId;
+  live.view.reset();
+  live.channelFor(state.user || live.devUser, id).then((channel) => {
+    if (id === state.conversationId) live.channel.follow(channel);
+  });
+}
+
+function onLive(message) {
+  if (message.conversationId !== state.conversationId) return;
+  if (message.type === "delta") live.view.delta(message);
+  else if (message.type === "status") live.view.status(message);
+  else if (message.type === "timeline") {
+    const after = live.view.saved(message);
+    live.refreshOnce().then(after);
   }
+  if (timeline.streaming) $("activity").hidden = true;
+}
+
+function onLiveState(channelState) {
+  document.body.dataset.live = channelState;
+  if (channelState === "live") wake();
+  else if (channelState === "down" || channelState === "refused") {
+    live.safety.stop();
+    poller.start();
+  }
+}
+
+async function attachLive(info) {
+  if (!info?.live) return;
+  let modules;
+  try {
+    modules = await Promise.all([import("./live.js"), import("./live_view.js")]);
+  } catch {
+    return; // not in this build
+  }
+  const [{ LiveChannel, channelFor, serial }, { LiveView }] = modules;
+  live.view = new LiveView($("timeline"));
+  Object.defineProperty(timeline, "streaming", { get: () => Boolean(live.view && !live.view.node.hidden) });
+  live.safety = new Poller(refresh, { firstDelayMs: 50, factor: 3, maxDelayMs: 10000, maxDurationMs: 600000 });
+  live.refreshOnce = serial(refresh);
+  live.channelFor = channelFor;
+  live.devUser = info.defaultUser;
+  const { realtimeUrl, host } = info.live;
+  // Locally the dev user stands for the JWT a deployed page would send (AppSync checks it, then the channel
+  // namespace's handler checks that the channel is the caller's own).
+  const authorization = () => ({ host, "x-agentturn-dev-user": state.user || live.devUser });
+  live.channel = new LiveChannel({ realtimeUrl, authorization, onMessage: onLive, onState: onLiveState });
+  followConversation();
 }
 
 function init() {
@@ -386,7 +444,6 @@ function init() {
   loadDevInfo().then(() => {
     if (params.get("agent")) $("agent").value = params.get("agent");
   });
-  attachLive();
 }
 
 init();

@@ -314,7 +314,7 @@ export function approvalCard(initial, ctx) {
   }
 
   function withFingerprint(body) {
-    const fingerprint = info()?.argumentsFingerprint;
+    const fingerprint = info()?.argumentsFingerprint ?? message.argumentsFingerprint;
     return fingerprint ? { ...body, argumentsFingerprint: fingerprint } : body;
   }
 
