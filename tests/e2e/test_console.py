@@ -144,7 +144,7 @@ def test_approval_approved_runs_the_tool(page: Any) -> None:
     expect(card).to_contain_text("Refund 42.5 for O-1001?")
     expect(card.get_by_test_id("approval-arguments")).to_contain_text('"orderId": "O-1001"')
     expect(page.locator("#turn-status")).to_contain_text("Waiting for your decision")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(card).to_have_attribute("data-status", "APPROVED")
     expect(card.get_by_role("button")).to_have_count(0)
     expect(page.get_by_test_id("ai-message").filter(has_text="Refund REFUND-")).to_have_count(1)

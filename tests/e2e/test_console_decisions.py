@@ -26,7 +26,7 @@ from tests.e2e.test_console_product import Canned, _approval, user
 def _pending(number: int) -> dict[str, Any]:
     """A SuspensionView of an approval, as the several-decisions backend sends it in ``pendingActions``."""
     return {
-        "type": "approval",
+        "type": "TOOL_APPROVAL",
         "actionId": f"call-{number}",
         "correlationId": f"call-{number}",
         "message": f"Refund {10 * number} for O-{number}?",
@@ -172,7 +172,7 @@ def test_two_refunds_decided_differently_against_the_dev_server(page: Any, dev_s
     cards = page.get_by_test_id("approval-card")
     # GIVEN both refunds waiting at once
     expect(cards).to_have_count(2)
-    assert [a["type"] for a in turn["pendingActions"]] == ["approval", "approval"]
+    assert [(a["type"], a["toolName"]) for a in turn["pendingActions"]] == [("TOOL_APPROVAL", "issue_refund")] * 2
     first, second = cards.nth(0), cards.nth(1)
     # WHEN the first is approved with a smaller amount and the second is answered by the person instead
     first.get_by_role("button", name="Edit, then approve").click()

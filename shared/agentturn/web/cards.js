@@ -284,6 +284,8 @@ export function approvalCard(initial, ctx) {
   let mode = "decide"; // decide | edit | respond
   let handle = null;
   let busy = false;
+  let reasonText = ""; // the reject reason survives a re-render of the card
+  let extraHost = null; // where "Edit, then approve" and "Answer instead" go once they can be offered
   const attempts = { approve: new Attempt(), reject: new Attempt(), respond: new Attempt() };
   const noteHost = el("p", { class: "card-note", role: "status" });
   const drafts = new Drafts(initial.turnId, `${initial.actionId}:edit`);
@@ -328,17 +330,24 @@ export function approvalCard(initial, ctx) {
       const text = reason.value.trim();
       act("reject", text ? { reason: text } : {}, { done: "Rejected. The agent continues…" });
     });
-    const pending = info();
-    const extra = [];
-    if (pending?.parametersSchema) {
-      extra.push(el("button", { type: "button", class: "secondary", onclick: () => switchTo("edit") }, "Edit, then approve"));
-      extra.push(el("button", { type: "button", class: "secondary", onclick: () => switchTo("respond") }, "Answer instead"));
-    }
-    return [
-      el("div", { class: "form-actions" }, approve, reject, extra),
-      el("label", { class: "reason-label", for: reasonId }, "Reason for rejecting (optional)"),
-      reason,
-    ];
+    reason.value = reasonText;
+    reason.addEventListener("input", () => (reasonText = reason.value));
+    const actions = el("div", { class: "form-actions" }, approve, reject);
+    extraHost = actions;
+    offerMore();
+    return [actions, el("label", { class: "reason-label", for: reasonId }, "Reason for rejecting (optional)"), reason];
+  }
+
+  /** Editing and answering need the pending action's parameter schema (from the turn, which may come later
+   * than the card): the buttons are added in place, so nothing the person typed or focused is rebuilt. */
+  function offerMore() {
+    if (!extraHost || extraHost.dataset.more || !info()?.parametersSchema) return;
+    extraHost.dataset.more = "1";
+    node.dataset.canEdit = "1";
+    extraHost.append(
+      el("button", { type: "button", class: "secondary", onclick: () => switchTo("edit") }, "Edit, then approve"),
+      el("button", { type: "button", class: "secondary", onclick: () => switchTo("respond") }, "Answer instead"),
+    );
   }
 
   function editControls() {
@@ -400,6 +409,7 @@ export function approvalCard(initial, ctx) {
   function render() {
     handle?.unmount();
     handle = null;
+    extraHost = null;
     clear(node);
     node.dataset.status = message.status;
     const pending = info();
@@ -454,13 +464,7 @@ export function approvalCard(initial, ctx) {
     },
     /** The turn's pending actions arrived or changed: editing and answering may now be offered. */
     refreshPending() {
-      if (message.status === "PENDING" && mode === "decide" && !busy) {
-        const has = Boolean(info()?.parametersSchema);
-        if (has !== Boolean(node.dataset.canEdit)) {
-          node.dataset.canEdit = has ? "1" : "";
-          render();
-        }
-      }
+      if (message.status === "PENDING" && mode === "decide" && !busy) offerMore();
     },
   };
 }
