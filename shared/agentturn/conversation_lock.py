@@ -7,6 +7,7 @@ over after making its timeline whole.
 
 from __future__ import annotations
 
+from agentturn.conversation_list import ConversationListing, listing_for
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
 from agentturn.memory import ChatMemory
 from agentturn.projection import project
@@ -22,6 +23,14 @@ def stored_status(error: SnapshotUnreadableError) -> TurnStatus | None:
         return None
 
 
+def _take(memory: ChatMemory, turn_id: str, expected: str | None, listing: ConversationListing | None) -> bool:
+    # Without a listing (a turn nobody owns) the call is the one every ChatMemory has always taken, so an
+    # adapter written before the conversations list keeps working for library use.
+    if listing is None:
+        return memory.set_active_turn(turn_id, expected=expected)
+    return memory.set_active_turn(turn_id, expected=expected, listing=listing)
+
+
 class ConversationLock:
     def __init__(self, store: TurnStore) -> None:
         self._store = store
@@ -33,13 +42,15 @@ class ConversationLock:
         conditional write. The turn exists before it takes the conversation, so whoever finds it named
         there can load it; one that crashes in between is refused by the worker (:func:`holds`).
         """
-        if memory.set_active_turn(turn.id, expected=None):
+        # The conversations list is written by this same take (it costs no request of its own).
+        listing = listing_for(turn)
+        if _take(memory, turn.id, None, listing):
             return
         previous = memory.get_active_turn()
         if previous is None:
-            taken = memory.set_active_turn(turn.id, expected=None)
+            taken = _take(memory, turn.id, None, listing)
         else:
-            taken = self._previous_finished(memory, previous) and memory.set_active_turn(turn.id, expected=previous)
+            taken = self._previous_finished(memory, previous) and _take(memory, turn.id, previous, listing)
         if not taken:
             # Lost the conversation: leave no trace of this turn.
             self._store.delete(turn.id, expected_version=turn.version)

@@ -9,6 +9,13 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import TypeAdapter
 
+from agentturn.conversation_list import (
+    ConversationListing,
+    ConversationPage,
+    ConversationSummary,
+    decode_cursor,
+    encode_cursor,
+)
 from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
 from agentturn.serializer import JSON, Serializer
 
@@ -47,8 +54,13 @@ class ChatMemory(Protocol):
         """The id of the turn that holds the conversation, if any."""
         ...
 
-    def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
+    def set_active_turn(
+        self, turn_id: str | None, *, expected: str | None, listing: ConversationListing | None = None
+    ) -> bool:
         """Point the conversation at ``turn_id`` if it currently points at ``expected`` (atomic).
+
+        ``listing`` (only with a ``turn_id``) lists the conversation under its owner in the same write, when
+        the write succeeds: its last activity moves to ``listing.at``, its title is kept from the first time.
 
         Taking is idempotent: if the conversation already points at ``turn_id`` (not ``None``), the answer is
         ``True``. Turn ids are unique, so that can only be this call's own write (one whose answer was lost
@@ -60,9 +72,41 @@ class ChatMemory(Protocol):
 ChatMemoryProvider = Callable[[str], ChatMemory]
 
 
+class _Listings:
+    """Every owner's listed conversations: owner -> conversation id -> (title, last activity)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_owner: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def record(self, conversation_id: str, listing: ConversationListing) -> None:
+        with self._lock:
+            entries = self._by_owner.setdefault(listing.owner, {})
+            title = entries[conversation_id][0] if conversation_id in entries else listing.title
+            entries[conversation_id] = (title, listing.at)
+
+    def page(self, owner: str, limit: int, cursor: str | None) -> ConversationPage:
+        with self._lock:
+            entries = sorted(
+                ((at, cid, title) for cid, (title, at) in self._by_owner.get(owner, {}).items()), reverse=True
+            )
+        if cursor is not None:
+            after = decode_cursor(owner, cursor)
+            entries = [e for e in entries if (e[0], e[1]) < after]
+        shown = entries[: max(limit, 0)]
+        more = len(entries) > len(shown) and bool(shown)
+        return ConversationPage(
+            conversations=[ConversationSummary(conversation_id=c, title=t, last_activity_at=a) for a, c, t in shown],
+            cursor=encode_cursor(owner, shown[-1][0], shown[-1][1]) if more else None,
+        )
+
+
 class _Conversation:
-    def __init__(self, conversation_id: str, lock: threading.Lock, serializer: Serializer) -> None:
+    def __init__(
+        self, conversation_id: str, lock: threading.Lock, serializer: Serializer, listings: _Listings | None = None
+    ) -> None:
         self.conversation_id = conversation_id
+        self._listings = listings if listings is not None else _Listings()
         self._serializer = serializer
         self._lock = lock
         self._keys: list[tuple[str, str]] = []
@@ -129,14 +173,18 @@ class _Conversation:
         with self._lock:
             return self._active_turn
 
-    def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
+    def set_active_turn(
+        self, turn_id: str | None, *, expected: str | None, listing: ConversationListing | None = None
+    ) -> bool:
         with self._lock:
             if turn_id is not None and self._active_turn == turn_id:
                 return True
             if self._active_turn != expected:
                 return False
             self._active_turn = turn_id
-            return True
+        if listing is not None and turn_id is not None:
+            self._listings.record(self.conversation_id, listing)
+        return True
 
 
 class InMemoryChatMemory:
@@ -146,11 +194,15 @@ class InMemoryChatMemory:
         self._serializer = serializer
         self._lock = threading.Lock()
         self._conversations: dict[str, _Conversation] = {}
+        self._listings = _Listings()
+
+    def list_conversations(self, owner: str, limit: int, cursor: str | None = None) -> ConversationPage:
+        return self._listings.page(owner, limit, cursor)
 
     def __call__(self, conversation_id: str) -> ChatMemory:
         with self._lock:
             conversation = self._conversations.get(conversation_id)
             if conversation is None:
-                conversation = _Conversation(conversation_id, threading.Lock(), self._serializer)
+                conversation = _Conversation(conversation_id, threading.Lock(), self._serializer, self._listings)
                 self._conversations[conversation_id] = conversation
             return conversation

@@ -1,8 +1,8 @@
 """The console's own checks and the server say the same words for the same problem.
 
 One case per keyword (and per format), each with data that breaks exactly that keyword; the server's message
-(agentturn/form_messages.py) and the console's (web/src/form_messages.mjs, through rjsf and Ajv as the
-console runs them) must be equal.
+(agentturn/form_messages.py) and the console's (web/src/form_messages.mjs, through the validator the
+console runs, web/src/validator.mjs) must be equal.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agentturn import Agent, AiMessage, FormDefinition, ScriptedChatModel, ToolCall, ToolMessage, UserInputTool
+from agentturn import Agent, AiMessage, FormDefinition, ScriptedChatModel, Tool, ToolCall, ToolMessage, UserInputTool
+from agentturn.agent import ToolApprovalDecision
 from agentturn.chat import ChatRequest
 from agentturn.demo import demo_agents
 from agentturn.demo.agents import DEMO_LABEL
@@ -53,6 +54,73 @@ def _hostile_model(request: ChatRequest) -> AiMessage:
     )
 
 
+DECISIONS_AGENT_ID: Final = "decisions-agent"
+
+#: A form written for people: option labels from `oneOf` + `const` + `title` and from `x-enumNames`.
+LABELLED_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "title": "Delivery preferences",
+    "description": "Tell us how you want the parcel delivered.",
+    "properties": {
+        "recipient": {"type": "string", "title": "Recipient name", "minLength": 2},
+        "speed": {
+            "type": "string",
+            "title": "Delivery speed",
+            "oneOf": [
+                {"const": "STD", "title": "Standard (3–5 days)"},
+                {"const": "EXP", "title": "Express (next day)"},
+            ],
+        },
+        "slot": {
+            "type": "string",
+            "title": "Time slot",
+            "enum": ["AM", "PM"],
+            "x-enumNames": ["Morning", "Afternoon"],
+        },
+    },
+    "required": ["recipient", "speed"],
+}
+LABELLED_FORM: Final = FormDefinition(
+    "delivery_preferences", "use when the user wants a parcel delivered (model-facing)", LABELLED_SCHEMA
+)
+LABELLED_AGENT_ID: Final = "labelled-agent"
+
+REFUND_PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "orderId": {"type": "string", "title": "Order"},
+        "amount": {"type": "number", "title": "Amount", "minimum": 0},
+    },
+    "required": ["orderId", "amount"],
+}
+
+
+def _labelled_model(request: ChatRequest) -> AiMessage:
+    last = request.messages[-1] if request.messages else None
+    if isinstance(last, ToolMessage):
+        return AiMessage(content=DEMO_LABEL + "**Booked.** Your parcel is on its way:\n\n- tracked\n- insured")
+    return AiMessage(
+        tool_calls=[ToolCall(id="call-1", name="request_user_input", arguments={"formKey": LABELLED_FORM.form_key})]
+    )
+
+
+def _decisions_model(request: ChatRequest) -> AiMessage:
+    """Two refunds in one step (each waits for a decision), then a summary of what the tools answered."""
+    answers = [m for m in request.messages if isinstance(m, ToolMessage)]
+    if answers:
+        return AiMessage(content=DEMO_LABEL + " / ".join(str(m.content) for m in answers))
+    return AiMessage(
+        tool_calls=[
+            ToolCall(id="call-a", name="issue_refund", arguments={"orderId": "O-1", "amount": 10}),
+            ToolCall(id="call-b", name="issue_refund", arguments={"orderId": "O-2", "amount": 20}),
+        ]
+    )
+
+
+def _refund(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"refunded": arguments["orderId"], "amount": arguments["amount"]}
+
+
 def e2e_agents() -> list[Agent]:
     hostile = Agent(
         id=HOSTILE_AGENT_ID,
@@ -67,4 +135,19 @@ def e2e_agents() -> list[Agent]:
             lambda request: AiMessage(content=SLOW_ANSWER), chunk_chars=4, first_delay=0.5, delta_delay=0.08
         ),
     )
-    return [*demo_agents(), hostile, slow]
+    labelled = Agent(
+        id=LABELLED_AGENT_ID,
+        instructions="Ask for the delivery form.",
+        chat_model=ScriptedChatModel(_labelled_model),
+        tools=[UserInputTool(forms=[LABELLED_FORM])],
+    )
+    decisions = Agent(
+        id=DECISIONS_AGENT_ID,
+        instructions="Refund two orders; each refund waits for a person.",
+        chat_model=ScriptedChatModel(_decisions_model),
+        tools=[Tool("issue_refund", "Refund an order", _refund, parameters=REFUND_PARAMETERS)],
+        approval_policy=lambda turn, call, tool: ToolApprovalDecision.require_approval(
+            f"Refund {call.arguments.get('amount')} for order {call.arguments.get('orderId')}?"
+        ),
+    )
+    return [*demo_agents(), hostile, slow, labelled, decisions]

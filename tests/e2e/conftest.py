@@ -223,3 +223,38 @@ def open_console(page: Any, agent: str, conversation: str | None = None, query: 
 def send(page: Any, text: str) -> None:
     page.locator("#input").fill(text)
     page.locator("#send").click()
+
+
+AXE_SOURCE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+#: What the console must never have (axe-core's impact levels).
+BLOCKING_IMPACTS = frozenset({"serious", "critical"})
+
+
+def axe_violations(page: Any, selector: str | None = None) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations on the page (or inside ``selector``).
+
+    axe is evaluated through the DevTools protocol, not added as a page script, so the page's CSP stays
+    exactly as served (no inline script is allowed there, and none is needed).
+    """
+    if not AXE_SOURCE.exists():
+        if _on_ci():
+            pytest.fail("node_modules/axe-core is missing on CI (scripts/test runs npm ci)", pytrace=False)
+        pytest.skip("needs `npm ci` (axe-core)")
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE_SOURCE.read_text() + "\n;0")
+    results: dict[str, Any] = page.evaluate(
+        """async (selector) => {
+            const context = selector ? document.querySelectorAll(selector) : document;
+            const r = await axe.run(context, { resultTypes: ["violations"] });
+            return { violations: r.violations.map(v => ({ id: v.id, impact: v.impact, help: v.help,
+                     nodes: v.nodes.map(n => n.target.join(" ")).slice(0, 5) })) };
+        }""",
+        selector,
+    )
+    return [v for v in results["violations"] if v["impact"] in BLOCKING_IMPACTS]
+
+
+def open_settings(page: Any) -> None:
+    settings = page.locator("details.settings")
+    if settings.get_attribute("open") is None:
+        settings.locator("summary").click()

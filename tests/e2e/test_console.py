@@ -16,8 +16,9 @@ TICKET = "create a high priority login incident ticket"
 
 
 def form_card(page: Any, status: str | None = None) -> Any:
-    cards = page.get_by_test_id("form-card")
-    return cards.filter(has=page.locator(f"[data-testid=card-status]:text-is('{status}')")) if status else cards
+    return (
+        page.locator(f"[data-testid=form-card][data-status={status}]") if status else page.get_by_test_id("form-card")
+    )
 
 
 def test_support_ticket_form_submitted_and_answered(page: Any, artifacts: Path) -> None:
@@ -30,11 +31,14 @@ def test_support_ticket_form_submitted_and_answered(page: Any, artifacts: Path) 
     affected = card.get_by_label(re.compile(r"Affected system"))
     impact = card.get_by_label(re.compile(r"Impact scope"))
     expect(card.locator("label .required")).to_have_count(2)
-    expect(impact.locator("option")).to_contain_text(["ONE_USER", "PARTIAL_USERS", "ALL_USERS"])
+    # Option labels from the schema's x-enumNames, not the raw values
+    expect(impact.locator("option")).to_contain_text(
+        ["单个用户 (One user)", "部分用户 (Some users)", "全部用户 (All users)"]
+    )
     expect(page.locator("#demo-badge")).to_be_visible()  # the dev server says it runs the demo model
 
     affected.fill("统一登录系统 (SSO)")
-    impact.select_option("ALL_USERS")
+    impact.select_option(label="全部用户 (All users)")
     card.screenshot(path=str(artifacts / "support-ticket-form-filled.png"))
     page.screenshot(path=str(artifacts / "support-ticket-console-filled.png"), full_page=True)
     card.get_by_role("button", name="Submit").click()
@@ -43,7 +47,7 @@ def test_support_ticket_form_submitted_and_answered(page: Any, artifacts: Path) 
     expect(submitted).to_have_count(1)
     expect(submitted.get_by_role("button")).to_have_count(0)  # read-only
     expect(submitted.get_by_test_id("submitted-values")).to_contain_text("统一登录系统 (SSO)")
-    expect(submitted.get_by_test_id("submitted-values")).to_contain_text("ALL_USERS")
+    expect(submitted.get_by_test_id("submitted-values")).to_contain_text("全部用户 (All users)")
     expect(submitted).to_contain_text("dev-user")
     answer = page.get_by_test_id("ai-message").filter(has_text="Ticket TICKET-")
     expect(answer).to_have_count(1)
@@ -51,7 +55,7 @@ def test_support_ticket_form_submitted_and_answered(page: Any, artifacts: Path) 
     # The demo model says so, in the message and in the page header.
     expect(answer.locator(".demo-badge")).to_have_text("demo model")
     expect(page.locator("#demo-badge")).to_be_visible()
-    expect(page.locator("#turn-status")).to_contain_text("done")
+    expect(page.locator("#turn-status")).to_contain_text("Done.")
     page.screenshot(path=str(artifacts / "support-ticket-console-answered.png"), full_page=True)
 
 
@@ -116,7 +120,8 @@ def test_hostile_schema_text_is_shown_as_text(page: Any, probe: PageProbe, artif
     expect(card).to_contain_text("Name <img src=x onerror=alert('field')>")
     expect(card).to_contain_text("<b onmouseover=alert('hint')>hint</b>")
     expect(card).to_contain_text("Description <script>alert('description')</script>")
-    expect(card).to_contain_text("Form description <img src=x onerror=alert(1)>")
+    # The form's description written for the model is not shown to people; the schema's texts are.
+    expect(card).not_to_contain_text("Form description")
     expect(card.locator("option")).to_contain_text(["<img src=x onerror=alert('enum')>"])
     assert page.locator("img, script:not([src]), b").count() == 0
     card.screenshot(path=str(artifacts / "hostile-schema-form.png"))
@@ -134,13 +139,13 @@ def test_approval_approved_runs_the_tool(page: Any) -> None:
     open_console(page, "refund-agent")
     send(page, "please refund order O-1001")
     card = page.get_by_test_id("approval-card")
-    expect(card.get_by_test_id("card-status")).to_have_text("PENDING")
-    expect(card).to_contain_text("issue_refund")
+    expect(card).to_have_attribute("data-status", "PENDING")
+    expect(card).to_contain_text("issue_refund")  # under "Technical details"
     expect(card).to_contain_text("Refund 42.5 for O-1001?")
     expect(card.get_by_test_id("approval-arguments")).to_contain_text('"orderId": "O-1001"')
-    expect(page.locator("#turn-status")).to_contain_text("waiting for a decision")
-    card.get_by_role("button", name="Approve").click()
-    expect(card.get_by_test_id("card-status")).to_have_text("APPROVED")
+    expect(page.locator("#turn-status")).to_contain_text("Waiting for your decision")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(card).to_have_attribute("data-status", "APPROVED")
     expect(card.get_by_role("button")).to_have_count(0)
     expect(page.get_by_test_id("ai-message").filter(has_text="Refund REFUND-")).to_have_count(1)
 
@@ -149,10 +154,10 @@ def test_approval_rejected_with_reason_reaches_the_model(page: Any) -> None:
     open_console(page, "refund-agent")
     send(page, "please refund order O-1001")
     card = page.get_by_test_id("approval-card")
-    expect(card.get_by_test_id("card-status")).to_have_text("PENDING")
+    expect(card).to_have_attribute("data-status", "PENDING")
     card.get_by_placeholder(re.compile("reason")).fill("order already refunded by phone")
     card.get_by_role("button", name="Reject").click()
-    expect(card.get_by_test_id("card-status")).to_have_text("REJECTED")
+    expect(card).to_have_attribute("data-status", "REJECTED")
     expect(card).to_contain_text("order already refunded by phone")
     reply = page.get_by_test_id("ai-message").filter(has_text="I did not run issue_refund")
     expect(reply).to_contain_text("order already refunded by phone")
@@ -163,10 +168,13 @@ def test_cancelling_the_turn_makes_the_card_cancelled(page: Any) -> None:
     send(page, TICKET)
     expect(form_card(page, "PENDING")).to_have_count(1)
     page.locator("#cancel-turn").click()
+    # Asked first, inline (no browser dialog)
+    expect(page.locator("#cancel-confirm")).to_be_visible()
+    page.locator("#cancel-yes").click()
     cancelled = form_card(page, "CANCELLED")
     expect(cancelled).to_contain_text("Cancelled")
     expect(cancelled.locator("input, select, button")).to_have_count(0)
-    expect(page.locator("#turn-status")).to_contain_text("cancelled")
+    expect(page.locator("#turn-status")).to_contain_text("Cancelled.")
 
 
 def test_declined_form_is_read_only_and_the_model_is_told(page: Any, dev_server: Any) -> None:
@@ -205,7 +213,7 @@ def test_a_retried_submission_reuses_its_idempotency_key(page: Any) -> None:
 
     page.route("**/actions/*/submit", lose_the_first_answer)
     card.get_by_label(re.compile(r"Affected system")).fill("VPN")
-    card.get_by_label(re.compile(r"Impact scope")).select_option("ONE_USER")
+    card.get_by_label(re.compile(r"Impact scope")).select_option(label="单个用户 (One user)")
     card.get_by_role("button", name="Submit").click()
     expect(form_card(page, "SUBMITTED")).to_have_count(1)
     expect(page.get_by_test_id("ai-message").filter(has_text="Ticket TICKET-")).to_have_count(1)
@@ -218,8 +226,12 @@ def test_each_dev_user_sees_only_their_own_conversations(page: Any) -> None:
     conversation = open_console(page, "support-agent")
     send(page, TICKET)
     expect(form_card(page, "PENDING")).to_have_count(1)
+    listed = page.get_by_test_id("conversation-list").locator(f"a[data-conversation-id='{conversation}']")
+    expect(listed).to_have_count(1)
+    page.locator(".settings summary").click()
     page.locator("#user").select_option("alice")
     expect(page.get_by_test_id("user-message")).to_have_count(0)
+    expect(listed).to_have_count(0)  # alice's list does not hold the default user's conversation
     expect(page.locator("#empty")).to_be_visible()
     assert page.locator("#conversation").input_value() == conversation
     page.locator("#user").select_option("")  # back to the default user
@@ -297,10 +309,10 @@ def test_every_card_state_renders_read_only(page: Any) -> None:
     expect(cards.nth(2)).to_contain_text("Expired")
     expect(cards.nth(3)).to_contain_text("Cancelled")
     for index, status in enumerate(["SUBMITTED", "DECLINED", "EXPIRED", "CANCELLED"]):
-        expect(cards.nth(index).get_by_test_id("card-status")).to_have_text(status)
+        expect(cards.nth(index)).to_have_attribute("data-status", status)
         expect(cards.nth(index).locator("input, select, button, form")).to_have_count(0)
     approval = page.get_by_test_id("approval-card")
-    expect(approval.get_by_test_id("card-status")).to_have_text("REJECTED")
+    expect(approval).to_have_attribute("data-status", "REJECTED")
     expect(approval).to_contain_text("duplicate")
     expect(approval.get_by_role("button")).to_have_count(0)
     expect(page.get_by_test_id("ai-message").locator(".demo-badge")).to_have_text("demo model")

@@ -25,7 +25,7 @@ def test_streamed_text_appears_as_it_arrives_then_the_saved_reply(page: Any, art
 
     # THEN their message shows at once (the timeline gets it with the turn's first save, after the model's
     # reply), the turn is shown thinking, and part of the answer shows before all of it
-    expect(page.get_by_test_id("live-echo")).to_contain_text("write something")
+    expect(page.get_by_test_id("user-echo")).to_contain_text("write something")
     live_text = page.get_by_test_id("live-text")
     expect(live_text).to_have_text(re.compile(r"^Streaming, one piece"))
     partial = live_text.text_content() or ""
@@ -37,7 +37,7 @@ def test_streamed_text_appears_as_it_arrives_then_the_saved_reply(page: Any, art
     expect(page.get_by_test_id("ai-message")).to_contain_text(SLOW_ANSWER[-40:])
     expect(page.get_by_test_id("live-stream")).to_be_hidden()
     expect(page.get_by_test_id("user-message")).to_contain_text("write something")
-    expect(page.get_by_test_id("live-echo")).to_be_hidden()
+    expect(page.get_by_test_id("user-echo")).to_be_hidden()
     expect(page.locator("#turn-status")).to_contain_text("done")
 
 

@@ -104,6 +104,8 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
         "run": {
             turns: {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
             **_timeline(ids),
+            # GET /conversations: one Query on the sparse byOwner index, and nothing more on it.
+            f"{ids['conversations']}/index/byOwner": {"dynamodb:Query"},
             **_blobs(ids),
             queue: {"sqs:SendMessage"},
             ids["run-logs"]: LOGS,

@@ -138,9 +138,9 @@ class FaultyConversation:
     def get_active_turn(self) -> str | None:
         return self.inner.get_active_turn()
 
-    def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
+    def set_active_turn(self, turn_id: str | None, *, expected: str | None, listing: Any = None) -> bool:
         return self.plan.call(  # type: ignore[no-any-return]
-            "memory.set_active_turn", lambda: self.inner.set_active_turn(turn_id, expected=expected)
+            "memory.set_active_turn", lambda: self.inner.set_active_turn(turn_id, expected=expected, listing=listing)
         )
 
 

@@ -378,11 +378,11 @@ def test_a_turn_whose_start_failed_never_runs_once_the_conversation_is_free() ->
     original = memory.set_active_turn
     memory_calls = {"n": 0}
 
-    def fail_once(turn_id: str | None, *, expected: str | None) -> bool:
+    def fail_once(turn_id: str | None, *, expected: str | None, listing: Any = None) -> bool:
         memory_calls["n"] += 1
         if memory_calls["n"] == 1:
             raise InjectedFault("memory.set_active_turn", "before")
-        return original(turn_id, expected=expected)
+        return original(turn_id, expected=expected, listing=listing)
 
     stack.services.chat_memory = lambda conversation_id: _Patched(world.timeline(conversation_id), fail_once)
     event = http_event(

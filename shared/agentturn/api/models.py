@@ -215,6 +215,22 @@ class MessagesView(ApiModel):
         return self.model_dump_json(by_alias=True, exclude={"messages": {"__all__": {"sort_key"}}})
 
 
+class ConversationSummaryView(ApiModel):
+    conversation_id: str
+    #: The start of the first line of the conversation's first message.
+    title: str
+    #: When its latest turn started (ISO 8601, UTC).
+    last_activity_at: str
+
+
+class ConversationsView(ApiModel):
+    """The caller's conversations, newest activity first."""
+
+    conversations: list[ConversationSummaryView]
+    #: Opaque; pass it as ``cursor`` for the next (older) page. Absent on the last page.
+    next_cursor: str | None = None
+
+
 class FieldProblem(ApiModel):
     path: str = Field(description="JSON Pointer; for form-validation, into the submitted data object.")
     message: str

@@ -16,6 +16,8 @@ from agentturn.api import problems
 from agentturn.api.models import (
     ActionAccepted,
     CancelAccepted,
+    ConversationSummaryView,
+    ConversationsView,
     MessagesView,
     StartTurnRequest,
 )
@@ -23,6 +25,7 @@ from agentturn.api.ownership import OWNER_KEY, conversation_key
 from agentturn.api.services import OwnerScopedStore, Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.commands import ResumeCommand
+from agentturn.conversation_list import ConversationDirectory, InvalidCursorError
 from agentturn.errors import (
     ConversationBusyError,
     IdempotencyConflictError,
@@ -123,6 +126,30 @@ class Operations:
     def get_turn(self, caller: str, turn_id: str) -> Turn:
         self.telemetry.bind(turnId=turn_id)
         return self.services.scoped_store(caller).load(turn_id)
+
+    def list_conversations(self, caller: str, limit: int, cursor: str | None) -> ConversationsView:
+        directory = self.services.chat_memory
+        if not isinstance(directory, ConversationDirectory):
+            # A chat memory without a listing (a custom adapter): an empty list, not an error page.
+            return ConversationsView(conversations=[])
+        try:
+            page = directory.list_conversations(caller, limit, cursor)
+        except InvalidCursorError as exc:
+            raise problems.request_validation([{"path": "cursor", "in": "query", "message": str(exc)}]) from None
+        prefix = conversation_key(caller, "")
+        return ConversationsView(
+            conversations=[
+                ConversationSummaryView(
+                    conversation_id=item.conversation_id.removeprefix(prefix),
+                    title=item.title,
+                    last_activity_at=item.last_activity_at,
+                )
+                # Listed under the caller, so always in the caller's namespace; the check keeps it so.
+                for item in page.conversations
+                if item.conversation_id.startswith(prefix)
+            ],
+            next_cursor=page.cursor,
+        )
 
     def list_messages(self, caller: str, conversation_id: str, limit: int) -> MessagesView:
         self.telemetry.bind(conversationId=conversation_id)

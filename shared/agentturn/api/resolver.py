@@ -31,6 +31,7 @@ from agentturn.api.models import (
     ApiModel,
     ApproveRequest,
     CancelAccepted,
+    ConversationsView,
     DeclineRequest,
     MessagesView,
     Problem,
@@ -306,6 +307,23 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             context = _request(app)
             turn = context.operations().get_turn(_caller(context), _turn_id(turn_id))
             return _json(200, turn_view(turn))
+
+        @app.get(
+            rule("listConversations"),
+            operation_id="listConversations",
+            summary="The caller's conversations, newest activity first, with title and last activity",
+            responses=_responses({200: ("A page of conversations", ConversationsView)}, (422,)),
+            tags=["conversations"],
+        )
+        def list_conversations(
+            limit: Annotated[int, Query(ge=1, le=100, description="How many conversations per page.")] = 20,
+            cursor: Annotated[
+                str | None,
+                Query(max_length=1024, description="The `nextCursor` of the previous page (opaque)."),
+            ] = None,
+        ) -> Response[str]:
+            context = _request(app)
+            return _json(200, context.operations().list_conversations(_caller(context), limit, cursor))
 
         @app.get(
             rule("listMessages"),

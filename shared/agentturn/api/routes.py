@@ -68,6 +68,7 @@ class RouteSpec:
 
 ROUTES: Final = (
     RouteSpec("POST", "/conversations/{conversationId}/turns", RouteGroup.RUN, "startTurn"),
+    RouteSpec("GET", "/conversations", RouteGroup.READ, "listConversations"),
     RouteSpec("GET", "/conversations/{conversationId}/messages", RouteGroup.READ, "listMessages"),
     RouteSpec("GET", "/turns/{turnId}", RouteGroup.READ, "getTurn"),
     RouteSpec("POST", "/turns/{turnId}/actions/{actionId}/submit", RouteGroup.ACTIONS, "submitForm", idempotent=True),

@@ -59,6 +59,13 @@ from agentturn.aws._support import (
 from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec
 from agentturn.aws.translate import translates_errors
+from agentturn.conversation_list import (
+    ConversationListing,
+    ConversationPage,
+    ConversationSummary,
+    decode_cursor,
+    encode_cursor,
+)
 from agentturn.errors import StorageUnavailableError
 from agentturn.memory import ChatMemory
 from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
@@ -83,6 +90,9 @@ _BODY_REF: Final = BODY_REF
 _VERSION: Final = "version"
 _TYPE: Final = "type"
 _ACTIVE_TURN: Final = "activeTurnId"
+_LIST_OWNER: Final = tables.LIST_OWNER
+_LAST_ACTIVITY: Final = tables.LAST_ACTIVITY
+_TITLE: Final = tables.TITLE
 
 _MODEL_PREFIX: Final = tables.MODEL_ENTRY_PREFIX
 _CARD_PREFIX: Final = tables.CARD_ENTRY_PREFIX
@@ -96,6 +106,9 @@ _NAMES: Final = {
     "#v": _VERSION,
     "#type": _TYPE,
     "#at": _ACTIVE_TURN,
+    "#lo": _LIST_OWNER,
+    "#la": _LAST_ACTIVITY,
+    "#ti": _TITLE,
 }
 #: BatchWriteItem takes at most 25 requests.
 _BATCH_SIZE: Final = 25
@@ -176,6 +189,44 @@ class DynamoDBChatMemory:
         if not conversation_id:
             raise ValueError("conversation_id must be non-empty")
         return DynamoDBConversation(self, conversation_id)
+
+    def list_conversations(self, owner: str, limit: int, cursor: str | None = None) -> ConversationPage:
+        """One Query on the sparse ``byOwner`` index, newest activity first (eventually consistent, as every
+        GSI read is: a turn started a moment ago may show on the next read)."""
+        kwargs: dict[str, Any] = {}
+        if cursor is not None:
+            at, conversation_id = decode_cursor(owner, cursor)
+            # Rebuilt from the caller's own owner: a cursor can never open another owner's partition.
+            kwargs["ExclusiveStartKey"] = {
+                _LIST_OWNER: {"S": owner},
+                _LAST_ACTIVITY: {"S": at},
+                _CID: {"S": conversation_id},
+                _SK: {"S": _HEAD},
+            }
+        response = self.client.query(
+            TableName=self.table_name,
+            IndexName=tables.OWNER_INDEX,
+            KeyConditionExpression="#lo = :owner",
+            ExpressionAttributeNames=_names("#lo"),
+            ExpressionAttributeValues={":owner": {"S": owner}},
+            ScanIndexForward=False,
+            Limit=max(limit, 1),
+            **kwargs,
+        )
+        items = cast("list[Item]", response.get("Items", []))
+        summaries = [
+            ConversationSummary(
+                conversation_id=as_str(item.get(_CID)) or "",
+                title=as_str(item.get(_TITLE)) or "",
+                last_activity_at=as_str(item.get(_LAST_ACTIVITY)) or "",
+            )
+            for item in items
+        ]
+        last = response.get("LastEvaluatedKey")
+        next_cursor = None
+        if last and summaries:
+            next_cursor = encode_cursor(owner, summaries[-1].last_activity_at, summaries[-1].conversation_id)
+        return ConversationPage(conversations=summaries, cursor=next_cursor)
 
 
 @translates_errors
@@ -424,13 +475,22 @@ class DynamoDBConversation:
         item = cast("Item | None", response.get("Item"))
         return as_str(item.get(_ACTIVE_TURN)) if item else None
 
-    def set_active_turn(self, turn_id: str | None, *, expected: str | None) -> bool:
+    def set_active_turn(
+        self, turn_id: str | None, *, expected: str | None, listing: ConversationListing | None = None
+    ) -> bool:
         values: Item = {}
         if turn_id is None:
             update = "REMOVE #at"
         else:
             update = "SET #at = :turn"
             values[":turn"] = {"S": turn_id}
+            if listing is not None:
+                # The conversations list rides on this write (no request of its own): same item, same write
+                # unit while the head stays under 1 KB; the byOwner index pays one or two index writes.
+                update += ", #lo = :owner, #la = :activity, #ti = if_not_exists(#ti, :title)"
+                values[":owner"] = {"S": listing.owner}
+                values[":activity"] = {"S": listing.at}
+                values[":title"] = {"S": listing.title}
         if expected is None:
             condition = "attribute_not_exists(#at)"
         else:

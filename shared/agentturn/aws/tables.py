@@ -168,12 +168,26 @@ MODEL_ENTRY_PREFIX: Final = "t#"
 #: Cards (forms, approvals): the timeline merges them with the model's range; the model never reads them.
 CARD_ENTRY_PREFIX: Final = "c#"
 MESSAGE_ID: Final = "messageId"
+#: On the head item only, once a turn of an owned conversation started: the owner, the start of its latest
+#: turn, the title (from its first turn). The sparse ``byOwner`` GSI lists an owner's conversations.
+LIST_OWNER: Final = "listOwner"
+LAST_ACTIVITY: Final = "lastActivity"
+TITLE: Final = "title"
+OWNER_INDEX: Final = "byOwner"
 
 CONVERSATIONS_TABLE = TableDefinition(
     logical_name="Conversations",
     partition_key=KeyAttribute(CONVERSATION_ID, "S"),
     sort_key=KeyAttribute(ENTRY_KEY, "S"),
-    # No index: the key says which range an entry is in (every index write would be a write unit more).
+    # No local index: the key says which range an entry is in (every index write would be a write unit more).
+    global_indexes=(
+        # The conversations list: one Query per page. Sparse (head items of owned conversations only), and
+        # the active turn is not projected, so letting go of a conversation writes nothing here; only a
+        # turn start moves the entry (one index write the first time, a delete and a put after).
+        IndexDefinition(
+            OWNER_INDEX, KeyAttribute(LIST_OWNER, "S"), KeyAttribute(LAST_ACTIVITY, "S"), "INCLUDE", (TITLE,)
+        ),
+    ),
     ttl_attribute=EXPIRES_AT,
 )
 

@@ -561,6 +561,13 @@ class AgentTurn(Construct):
                         resources=[self.conversations_table.table_arn, *conversation_indexes],
                     )
                 )
+            if access.list_conversations:
+                statements.append(
+                    iam.PolicyStatement(
+                        actions=list(permissions.INDEX_QUERY),
+                        resources=index_arns(self.conversations_table, conversations_definition, tables.OWNER_INDEX),
+                    )
+                )
             if access.blobs:
                 statements.append(iam.PolicyStatement(actions=list(permissions.BLOBS), resources=blob_objects))
             if access.send:

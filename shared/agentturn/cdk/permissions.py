@@ -24,7 +24,8 @@ Derived from the adapters' code (``agentturn.aws``), operation by operation:
 Which function uses what:
 
 - **run** starts turns (create, run synchronously under a lease, hand off to the queue when out of
-  time), and serves the reads. It never reads the queue, and has no access to the dead-letter queue.
+  time), and serves the reads (the conversations list: Query on the sparse ``byOwner`` index). It never
+  reads the queue, and has no access to the dead-letter queue.
 - **submit** applies answers and cancellations (load, one conditional save, cards) and enqueues. It never
   creates or deletes a turn.
 - **worker** claims and advances turns; it consumes the resume queue (through its event source mapping)
@@ -108,6 +109,8 @@ class FunctionAccess:
     purge: bool = False
     #: Runs turns, so publishes their progress (live timeline) and puts their notices (suspended, ended).
     live: bool = False
+    #: ``GET /conversations``: Query on the conversations table's sparse ``byOwner`` index (nothing else).
+    list_conversations: bool = False
 
 
 ACCESS: Final = {
@@ -118,6 +121,7 @@ ACCESS: Final = {
         send=True,
         invoke_model=True,
         live=True,
+        list_conversations=True,
     ),
     "submit": FunctionAccess(turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, live=True),
     "worker": FunctionAccess(

@@ -40,6 +40,8 @@ SUPPORT_TICKET_SCHEMA: dict[str, Any] = {
             "type": "string",
             "title": "影响范围 (Impact scope)",
             "enum": ["ONE_USER", "PARTIAL_USERS", "ALL_USERS"],
+            # What a person reads in the console's drop-down (the values stay what the tool receives).
+            "x-enumNames": ["单个用户 (One user)", "部分用户 (Some users)", "全部用户 (All users)"],
         },
     },
     "required": ["affectedSystem", "impactScope"],

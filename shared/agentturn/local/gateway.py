@@ -43,10 +43,11 @@ _STATIC_TYPES: Final = {
     ".txt": "text/plain; charset=utf-8",
 }
 # Defence in depth for the console: no inline script or handler attribute ever runs, so even a rendering
-# bug could not execute schema text. 'unsafe-eval' is for Ajv, which compiles each schema to a function.
+# bug could not execute schema text. No 'unsafe-eval' either: the console validates forms with a validator that
+# interprets schemas (web/src/validator.mjs), nothing compiles a schema to code.
 CONSOLE_HEADERS: Final = {
     "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self' 'unsafe-eval'; style-src 'self'; img-src 'self' data:; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     ),
     "X-Content-Type-Options": "nosniff",

@@ -12,6 +12,7 @@ import random
 
 import pytest
 
+from agentturn.conversation_list import ConversationDirectory, ConversationListing, InvalidCursorError
 from agentturn.messages import (
     AiMessage,
     ApprovalMessage,
@@ -25,6 +26,18 @@ from agentturn.messages import (
 from agentturn.testing._suite import THREADS, require
 from agentturn.testing.builders import ai, form, new_conversation_id, race, submitted, user
 from agentturn.testing.kits import ChatMemoryKit
+
+
+def directory_of(memory_kit: ChatMemoryKit) -> ConversationDirectory:
+    provider = memory_kit.memory
+    if not isinstance(provider, ConversationDirectory):
+        pytest.skip(f"{memory_kit.name} lists no conversations (its provider is no ConversationDirectory)")
+    return provider
+
+
+def _owner() -> str:
+    return f"owner-{random.getrandbits(48):012x}"
+
 
 __all__ = ["ChatMemorySuite"]
 
@@ -352,3 +365,73 @@ class ChatMemorySuite:
         # THEN exactly one does, and the conversation points at it
         assert outcomes.count(True) == 1
         assert memory.get_active_turn() == f"turn-{outcomes.index(True)}"
+
+    # ---------------------------------------------------------------------------------- conversations list
+
+    def test_conversations_are_listed_newest_activity_first_with_the_first_title(
+        self, memory_kit: ChatMemoryKit
+    ) -> None:
+        directory = directory_of(memory_kit)
+        owner, other = _owner(), _owner()
+        # GIVEN three conversations of one owner, each taken by a turn at a different time, and one of another
+        names = [f"{owner}/c{i}" for i in range(3)]
+        for i, name in enumerate(names):
+            listing = ConversationListing(owner=owner, title=f"title {i}", at=f"2026-12-01T10:0{i}:00.000000Z")
+            assert memory_kit.memory(name).set_active_turn(f"t{i}", expected=None, listing=listing)
+        assert memory_kit.memory(f"{other}/x").set_active_turn(
+            "tx", expected=None, listing=ConversationListing(owner=other, title="theirs", at="2026-12-01T11:00:00Z")
+        )
+        # WHEN the oldest one gets a new turn (after letting go of the first), whose input would be another title
+        first = memory_kit.memory(names[0])
+        assert first.set_active_turn(None, expected="t0")
+        later = ConversationListing(owner=owner, title="ignored", at="2026-12-01T10:09:00.000000Z")
+        assert first.set_active_turn("t0b", expected=None, listing=later)
+
+        # THEN the owner's list is newest first, keeps the first title, and holds nothing of the other owner
+        page = directory.list_conversations(owner, 10)
+        assert [(c.conversation_id, c.title) for c in page.conversations] == [
+            (names[0], "title 0"),
+            (names[2], "title 2"),
+            (names[1], "title 1"),
+        ]
+        assert page.conversations[0].last_activity_at == "2026-12-01T10:09:00.000000Z"
+        assert page.cursor is None or directory.list_conversations(owner, 10, page.cursor).conversations == []
+
+    def test_conversations_page_through_with_a_cursor_and_refuse_a_foreign_one(self, memory_kit: ChatMemoryKit) -> None:
+        directory = directory_of(memory_kit)
+        owner = _owner()
+        # GIVEN five listed conversations
+        for i in range(5):
+            listing = ConversationListing(owner=owner, title=f"t{i}", at=f"2026-12-01T10:00:0{i}Z")
+            assert memory_kit.memory(f"{owner}/c{i}").set_active_turn(f"turn-{i}", expected=None, listing=listing)
+
+        # WHEN they are read two at a time
+        seen: list[str] = []
+        cursor: str | None = None
+        for _ in range(5):
+            page = directory.list_conversations(owner, 2, cursor)
+            seen += [c.conversation_id for c in page.conversations]
+            cursor = page.cursor
+            if cursor is None:
+                break
+
+        # THEN every conversation comes once, newest first; another owner's cursor or a made-up one is refused
+        assert seen == [f"{owner}/c{i}" for i in (4, 3, 2, 1, 0)]
+        first_page = directory.list_conversations(owner, 2)
+        assert first_page.cursor is not None
+        with pytest.raises(InvalidCursorError):
+            directory.list_conversations(_owner(), 2, first_page.cursor)
+        with pytest.raises(InvalidCursorError):
+            directory.list_conversations(owner, 2, "not-a-cursor")
+
+    def test_a_take_without_a_listing_or_a_refused_take_lists_nothing(self, memory_kit: ChatMemoryKit) -> None:
+        directory = directory_of(memory_kit)
+        owner = _owner()
+        memory = memory_kit.memory(f"{owner}/c")
+        # GIVEN a conversation taken without a listing (a turn without an owner)
+        assert memory.set_active_turn("t1", expected=None)
+        # WHEN another turn's take, with a listing, is refused
+        listing = ConversationListing(owner=owner, title="refused", at="2026-12-01T10:00:00Z")
+        assert memory.set_active_turn("t2", expected=None, listing=listing) is False
+        # THEN nothing is listed
+        assert directory.list_conversations(owner, 10).conversations == []

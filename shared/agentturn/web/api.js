@@ -67,6 +67,13 @@ export class Api {
     return { ok: response.ok, status: response.status, body: parsed, problem, headers: response.headers };
   }
 
+  /** The caller's conversations, newest first; `cursor` is the previous page's `nextCursor`. */
+  conversations(limit = 30, cursor = null) {
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (cursor) query.set("cursor", cursor);
+    return this.request("GET", `/conversations?${query}`);
+  }
+
   messages(conversationId, limit = 200) {
     return this.request("GET", `/conversations/${encodeURIComponent(conversationId)}/messages?limit=${limit}`);
   }
@@ -82,7 +89,7 @@ export class Api {
     });
   }
 
-  /** kind: submit | approve | reject | decline */
+  /** kind: submit | decline (forms) | approve | reject | respond (tool calls) */
   action(turnId, actionId, kind, body, idempotencyKey) {
     const path = `/turns/${encodeURIComponent(turnId)}/actions/${encodeURIComponent(actionId)}/${kind}`;
     return this.request("POST", path, { body, idempotencyKey });

@@ -1,27 +1,32 @@
-// The console: one conversation at a time. Reads the timeline, starts turns, and polls while a turn is
-// queued or running (bounded, with backoff); the cards do the answering.
+// The console: a list of the person's conversations, and one conversation at a time. Reads the timeline,
+// starts turns, and polls while a turn is queued or running (bounded, with backoff); the cards do the
+// answering. The URL's `#c=<id>` names the open conversation, so links, reloads and the browser's back and
+// forward buttons all work.
 
 import { Api, Attempt, problemText, sendWithRetry } from "./api.js";
-import { LiveChannel, channelFor, serial } from "./live.js";
-import { LiveView } from "./live_view.js";
+import { ConversationList, conversationHref } from "./conversations.js";
 import { Poller } from "./poller.js";
+import { ScrollKeeper } from "./scroll.js";
 import { Timeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const RUNNABLE = new Set(["READY", "RUNNING"]);
+// What the status line says, in words for the person using the console (no turn ids, no agent ids).
 const STATUS_TEXT = {
-  READY: "queued: waiting for the worker…",
-  RUNNING: "running…",
-  WAITING_FOR_USER: "waiting for you: answer the form above",
-  WAITING_FOR_APPROVAL: "waiting for a decision: approve or reject above",
-  COMPLETED: "done",
-  FAILED: "failed",
-  CANCELLED: "cancelled",
-  MAX_ITERATIONS_REACHED: "stopped: iteration limit reached",
-  MAX_STEPS_REACHED: "stopped: step limit reached",
-  BUDGET_EXCEEDED: "stopped: budget exceeded",
+  READY: "Queued: waiting for the agent to start…",
+  RUNNING: "The agent is working…",
+  WAITING_FOR_USER: "Waiting for you: fill in the form above.",
+  WAITING_FOR_APPROVAL: "Waiting for your decision above.",
+  COMPLETED: "Done.",
+  FAILED: "Something went wrong; the agent stopped.",
+  CANCELLED: "Cancelled.",
+  MAX_ITERATIONS_REACHED: "Stopped: the agent reached its step limit.",
+  MAX_STEPS_REACHED: "Stopped: the agent reached its step limit.",
+  BUDGET_EXCEEDED: "Stopped: the agent reached its budget.",
 };
+const ACTIVITY_TEXT = { READY: "Queued…", RUNNING: "Thinking…" };
 const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const BUSY_NOTICE = "This conversation has a turn that has not finished: answer or cancel it first.";
 const params = new URLSearchParams(location.search);
 
 const state = {
@@ -31,6 +36,7 @@ const state = {
   lastTurnId: null,
   finished: new Map(), // turnId -> terminal TurnView (never changes again)
   settled: null, // "turnId@version" of the last non-runnable turn a poll has confirmed
+  cancelling: false,
 };
 
 const api = new Api(() => state.user || null);
@@ -39,6 +45,7 @@ function showDemoModel() {
   $("demo-banner").hidden = false;
 }
 
+const scroll = new ScrollKeeper($("scroller"), $("jump-latest"));
 const timeline = new Timeline($("timeline"), {
   api,
   // ?clientValidation=off skips the browser-side checks, to see what the server refuses (and for tests).
@@ -47,51 +54,19 @@ const timeline = new Timeline($("timeline"), {
   // Against a deployed API the console learns it from the replies ("[demo model] ..."), locally from /_dev/info.
   onDemoModel: showDemoModel,
 });
-const poller = new Poller(refresh, {
-  onGiveUp: () => notice("Still waiting for the turn; the page stopped polling. Reload to check again.", false),
+const conversations = new ConversationList({
+  api,
+  list: $("conversation-list"),
+  empty: $("conversations-empty"),
+  more: $("more-conversations"),
+  onTitle: (title) => {
+    $("conversation-title").textContent = title || "New conversation";
+    document.title = title ? `${title} · agentturn` : "agentturn console";
+  },
 });
-
-// The live timeline (live.js): while subscribed, the page reads the timeline when told to, and polls only
-// slowly as a safety net; when the socket fails it polls as before.
-const liveView = new LiveView($("timeline"));
-const safetyPoller = new Poller(refresh, { firstDelayMs: 50, factor: 3, maxDelayMs: 10000, maxDurationMs: 600000 });
-const refreshOnce = serial(refresh);
-let live = null;
-let devUser = "";
-
-function wake() {
-  if (live?.live) {
-    poller.stop();
-    safetyPoller.start();
-  } else poller.start();
-}
-
-function onLive(message) {
-  if (message.conversationId !== state.conversationId) return;
-  if (message.type === "delta") liveView.delta(message);
-  else if (message.type === "status") liveView.status(message);
-  else if (message.type === "timeline") {
-    const after = liveView.saved(message);
-    refreshOnce().then(after);
-  }
-}
-
-function onLiveState(liveState) {
-  document.body.dataset.live = liveState;
-  if (liveState === "live") wake();
-  else if (liveState === "down" || liveState === "refused") {
-    safetyPoller.stop();
-    poller.start();
-  }
-}
-
-function followConversation() {
-  if (!live) return;
-  const id = state.conversationId;
-  channelFor(state.user || devUser, id).then((channel) => {
-    if (id === state.conversationId) live.follow(channel);
-  });
-}
+const poller = new Poller(refresh, {
+  onGiveUp: () => notice("Still waiting for the agent; the page stopped checking. Reload to check again.", false),
+});
 
 function notice(text, isError = true) {
   const box = $("notice");
@@ -102,15 +77,28 @@ function notice(text, isError = true) {
 
 function showTurn(turn) {
   const line = $("turn-status");
+  const activity = $("activity");
   if (!turn) {
     line.textContent = "";
     line.dataset.status = "";
+    activity.hidden = true;
     return;
   }
-  const parts = [`turn ${turn.turnId.slice(0, 8)}… (${turn.agentId}): ${STATUS_TEXT[turn.status] || turn.status}`];
-  if (turn.status === "FAILED" && turn.error) parts.push(`${turn.error.type}: ${turn.error.message}`);
-  line.textContent = parts.join(" — ");
+  let text = STATUS_TEXT[turn.status] || turn.status;
+  const pending = turn.pendingActions?.length || 0;
+  if (turn.status.startsWith("WAITING") && pending > 1) text = `Waiting for you: ${pending} answers are needed above.`;
+  if (turn.status === "FAILED" && turn.error?.message) text += ` (${turn.error.message})`;
+  if (state.cancelling && !turn.status.startsWith("CANCEL") && RUNNABLE.has(turn.status)) text = "Cancelling…";
+  line.textContent = text;
   line.dataset.status = turn.status;
+  // Queued and running show in the timeline itself, where the answer will appear. The live-timeline module
+  // (live.js), when present, replaces this with streamed text.
+  const busy = ACTIVITY_TEXT[turn.status];
+  scroll.around(() => {
+    activity.hidden = !busy || timeline.streaming;
+    activity.dataset.status = turn.status;
+    $("activity-text").textContent = busy || "";
+  });
 }
 
 /** One poll: the timeline, then the turn that holds the conversation. Resolves true to keep polling. */
@@ -119,8 +107,8 @@ async function refresh() {
   const result = await api.messages(cid);
   if (cid !== state.conversationId) return false; // switched meanwhile
   if (result.status === 404) {
-    timeline.render([]);
-    $("empty").hidden = false;
+    scroll.around(() => timeline.render([]));
+    $("empty").hidden = timeline.hasEchoes();
     return false;
   }
   if (!result.ok) {
@@ -128,13 +116,28 @@ async function refresh() {
     return result.status === 0 || result.status >= 500;
   }
   const messages = result.body?.messages || [];
-  timeline.render(messages);
-  liveView.settle(messages);
-  $("empty").hidden = messages.length > 0;
+  const before = timeline.pendingCount();
+  scroll.around(
+    () => {
+      timeline.render(messages);
+      live.view?.settle(messages);
+    },
+    { label: "New messages below ↓" },
+  );
+  if (timeline.pendingCount() > before && !scroll.atBottom()) {
+    $("jump-latest").textContent = "An answer is needed below ↓";
+    $("jump-latest").hidden = false;
+  }
+  $("empty").hidden = messages.length > 0 || timeline.hasEchoes();
   state.activeTurnId = result.body?.activeTurnId || null;
-  $("cancel-turn").hidden = !state.activeTurnId;
+  if (!state.activeTurnId) {
+    // Whatever held the conversation has finished: a "not finished" notice is no longer true.
+    if ($("notice").textContent === BUSY_NOTICE) notice("");
+    state.cancelling = false;
+  }
+  showCancel();
   const last = messages.length ? messages[messages.length - 1].turnId : null;
-  const turnId = state.activeTurnId || last || state.lastTurnId;
+  const turnId = state.activeTurnId || state.lastTurnId || last;
   if (!turnId) {
     showTurn(null);
     return false;
@@ -142,32 +145,66 @@ async function refresh() {
   let turn = state.finished.get(turnId);
   if (!turn) {
     const read = await api.turn(turnId);
+    if (cid !== state.conversationId) return false;
     if (!read.ok) return read.status === 0 || read.status >= 500;
     turn = read.body;
     if (!RUNNABLE.has(turn.status) && !turn.status.startsWith("WAITING")) state.finished.set(turnId, turn);
   }
-  showTurn(turn);
-  if (RUNNABLE.has(turn.status)) return true;
-  // The turn may have moved on between the two reads (the worker is fast): one more round, so the
-  // timeline shown is at least as new as the status shown, then stop.
+  timeline.setPendingActions(turn.turnId, turn.pendingActions || (turn.suspension ? [turn.suspension] : []));
+  if (RUNNABLE.has(turn.status)) {
+    showTurn(turn);
+    return true;
+  }
+  // The turn may have moved on between the two reads (the worker is fast): one more round, so the timeline
+  // shown is at least as new as the status shown ("Done." never shows before the answer does), then stop.
   const settled = `${turn.turnId}@${turn.version}`;
-  if (state.settled === settled) return false;
+  if (state.settled === settled) {
+    showTurn(turn);
+    if (state.lastTurnId === turn.turnId) conversations.refresh();
+    return false;
+  }
   state.settled = settled;
   return true;
 }
 
-function setConversation(id, { push = true } = {}) {
+function showCancel() {
+  const active = Boolean(state.activeTurnId);
+  $("cancel-turn").hidden = !active || !$("cancel-confirm").hidden;
+  $("cancel-turn").disabled = state.cancelling;
+  $("cancel-turn").textContent = state.cancelling ? "Cancelling…" : "Cancel turn";
+  if (!active) $("cancel-confirm").hidden = true;
+}
+
+function openConversation(id) {
   state.conversationId = id;
   state.activeTurnId = null;
   state.lastTurnId = null;
+  state.cancelling = false;
   $("conversation").value = id;
-  if (push) history.replaceState(null, "", `${location.pathname}${location.search}#c=${encodeURIComponent(id)}`);
   timeline.reset();
-  liveView.reset();
   showTurn(null);
+  showCancel();
   notice("");
+  conversations.setActive(id);
+  closeSidebar();
+  scroll.toBottom();
   followConversation();
   wake();
+}
+
+function conversationFromHash() {
+  const id = new URLSearchParams(location.hash.slice(1)).get("c");
+  return id && CONVERSATION_ID.test(id) ? id : null;
+}
+
+/** Goes to a conversation by changing the URL: a new history entry, so back and forward return here. */
+function navigate(id, { replace = false } = {}) {
+  const url = `${location.pathname}${location.search}${conversationHref(id)}`;
+  if (replace) {
+    history.replaceState(null, "", url);
+    openConversation(id);
+  } else if (conversationFromHash() === id) openConversation(id);
+  else location.hash = conversationHref(id).slice(1); // fires hashchange, which opens it
 }
 
 function newConversationId() {
@@ -185,32 +222,76 @@ async function send(event) {
   localStorage.setItem("agentturn.agent", agentId);
   $("send").disabled = true;
   notice("");
-  liveView.echo(input);
-  const body = { input, agentId, conversationId: state.conversationId };
-  const result = await sendWithRetry(startAttempt, body, (key) => api.startTurn(state.conversationId, input, agentId, key));
+  // What was sent shows at once, before the server answers; the timeline replaces it with the stored message.
+  const echo = timeline.echo(input);
+  $("input").value = "";
+  scroll.around(() => ($("empty").hidden = true));
+  scroll.toBottom();
+  const cid = state.conversationId;
+  const body = { input, agentId, conversationId: cid };
+  const result = await sendWithRetry(startAttempt, body, (key) => api.startTurn(cid, input, agentId, key));
   $("send").disabled = false;
+  if (cid !== state.conversationId) {
+    // The person opened another conversation meanwhile: the list shows where the message went.
+    conversations.refresh();
+    return;
+  }
   if (result.ok) {
-    $("input").value = "";
     state.lastTurnId = result.body?.turnId || null;
+    state.settled = null;
     if (result.body?.status) showTurn(result.body);
-  } else if (result.status === 409 && result.problem?.activeTurnId) {
-    liveView.echo(null);
-    notice("This conversation has a turn that has not finished: answer or cancel it first.");
+    conversations.refresh();
   } else {
-    liveView.echo(null);
-    notice(problemText(result));
+    echo.fail();
+    if (!$("input").value) $("input").value = input; // nothing typed is lost
+    if (result.status === 409 && result.problem?.activeTurnId) notice(BUSY_NOTICE);
+    else notice(problemText(result));
   }
   wake();
 }
 
 const cancelAttempt = new Attempt();
 
+function askToCancel() {
+  $("cancel-turn").hidden = true;
+  $("cancel-confirm").hidden = false;
+  $("cancel-yes").focus();
+}
+
+function keepGoing() {
+  $("cancel-confirm").hidden = true;
+  showCancel();
+  $("cancel-turn").focus();
+}
+
 async function cancelTurn() {
   const turnId = state.activeTurnId;
-  if (!turnId) return;
+  $("cancel-confirm").hidden = true;
+  if (!turnId) return showCancel();
+  state.cancelling = true;
+  showCancel();
+  $("turn-status").textContent = "Cancelling…";
   const result = await sendWithRetry(cancelAttempt, { turnId }, (key) => api.cancel(turnId, key));
-  if (!result.ok) notice(problemText(result));
+  if (!result.ok) {
+    state.cancelling = false;
+    showCancel();
+    notice(problemText(result));
+  }
   wake();
+}
+
+function openSidebar() {
+  document.body.classList.add("sidebar-open");
+  $("scrim").hidden = false;
+  $("open-sidebar").setAttribute("aria-expanded", "true");
+  $("new-conversation").focus();
+}
+
+function closeSidebar() {
+  if (!document.body.classList.contains("sidebar-open")) return;
+  document.body.classList.remove("sidebar-open");
+  $("scrim").hidden = true;
+  $("open-sidebar").setAttribute("aria-expanded", "false");
 }
 
 async function loadDevInfo() {
@@ -218,15 +299,7 @@ async function loadDevInfo() {
   const info = await api.devInfo();
   if (!info.ok || !info.body) return;
   if (info.body.model === "demo") showDemoModel();
-  if (info.body.live) {
-    devUser = info.body.defaultUser;
-    const { realtimeUrl, host } = info.body.live;
-    // Locally the dev user stands for the JWT a deployed page would send (AppSync checks it, then the
-    // channel namespace's handler checks that the channel is the caller's own).
-    const authorization = () => ({ host, "x-agentturn-dev-user": state.user || devUser });
-    live = new LiveChannel({ realtimeUrl, authorization, onMessage: onLive, onState: onLiveState });
-    followConversation();
-  }
+  attachLive(info.body);
   const users = [...new Set([info.body.defaultUser, ...(info.body.users || [])].filter(Boolean))];
   if (state.user && !users.includes(state.user)) users.push(state.user);
   const select = $("user");
@@ -256,32 +329,118 @@ async function loadDevInfo() {
   }
 }
 
+// ------------------------------------------------------------------ the live timeline (web/live.js)
+// When this build has the live-timeline modules (live.js: the conversation's channel; live_view.js: the
+// streamed text and what the turn does now) and the server offers a channel (`/_dev/info` says where), the
+// page reads the timeline when the channel says so and polls only slowly as a safety net; when the socket
+// fails it polls as before. Without them, polling does the job. The person's message is echoed by the
+// timeline itself (timeline.echo), and the "Queued…/Thinking…" row steps aside while the live entry shows.
+
+const live = { channel: null, view: null, safety: null, refreshOnce: null, channelFor: null, devUser: "" };
+
+function wake() {
+  if (live.channel?.live) {
+    poller.stop();
+    live.safety.start();
+  } else poller.start();
+}
+
+function followConversation() {
+  if (!live.channel) return;
+  const id = state.conversationId;
+  live.view.reset();
+  live.channelFor(state.user || live.devUser, id).then((channel) => {
+    if (id === state.conversationId) live.channel.follow(channel);
+  });
+}
+
+function onLive(message) {
+  if (message.conversationId !== state.conversationId) return;
+  if (message.type === "delta") live.view.delta(message);
+  else if (message.type === "status") live.view.status(message);
+  else if (message.type === "timeline") {
+    const after = live.view.saved(message);
+    live.refreshOnce().then(after);
+  }
+  if (timeline.streaming) $("activity").hidden = true;
+}
+
+function onLiveState(channelState) {
+  document.body.dataset.live = channelState;
+  if (channelState === "live") wake();
+  else if (channelState === "down" || channelState === "refused") {
+    live.safety.stop();
+    poller.start();
+  }
+}
+
+async function attachLive(info) {
+  if (!info?.live) return;
+  let modules;
+  try {
+    modules = await Promise.all([import("./live.js"), import("./live_view.js")]);
+  } catch {
+    return; // not in this build
+  }
+  const [{ LiveChannel, channelFor, serial }, { LiveView }] = modules;
+  live.view = new LiveView($("timeline"));
+  Object.defineProperty(timeline, "streaming", { get: () => Boolean(live.view && !live.view.node.hidden) });
+  live.safety = new Poller(refresh, { firstDelayMs: 50, factor: 3, maxDelayMs: 10000, maxDurationMs: 600000 });
+  live.refreshOnce = serial(refresh);
+  live.channelFor = channelFor;
+  live.devUser = info.defaultUser;
+  const { realtimeUrl, host } = info.live;
+  // Locally the dev user stands for the JWT a deployed page would send (AppSync checks it, then the channel
+  // namespace's handler checks that the channel is the caller's own).
+  const authorization = () => ({ host, "x-agentturn-dev-user": state.user || live.devUser });
+  live.channel = new LiveChannel({ realtimeUrl, authorization, onMessage: onLive, onState: onLiveState });
+  followConversation();
+}
+
 function init() {
   $("composer").addEventListener("submit", send);
   $("input").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       $("composer").requestSubmit();
     }
   });
-  $("cancel-turn").addEventListener("click", cancelTurn);
-  $("new-conversation").addEventListener("click", () => setConversation(newConversationId()));
+  $("cancel-turn").addEventListener("click", askToCancel);
+  $("cancel-yes").addEventListener("click", cancelTurn);
+  $("cancel-no").addEventListener("click", keepGoing);
+  $("new-conversation").addEventListener("click", () => {
+    navigate(newConversationId());
+    $("input").focus();
+  });
+  $("open-sidebar").addEventListener("click", openSidebar);
+  $("close-sidebar").addEventListener("click", closeSidebar);
+  $("scrim").addEventListener("click", closeSidebar);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeSidebar();
+  });
   $("session").addEventListener("submit", (event) => event.preventDefault());
   $("conversation").addEventListener("change", () => {
     const id = $("conversation").value.trim();
-    if (CONVERSATION_ID.test(id)) setConversation(id);
+    if (CONVERSATION_ID.test(id)) navigate(id);
     else notice("A conversation id is 1–128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit.");
   });
   $("user").addEventListener("change", () => {
     state.user = $("user").value;
     localStorage.setItem("agentturn.devUser", state.user);
-    setConversation(state.conversationId, { push: false }); // another user sees another namespace
+    conversations.refresh(); // another user sees another list
+    openConversation(state.conversationId); // ... and another namespace
+  });
+  // Back, forward, an edited URL, a link from the list: the hash names the conversation to show.
+  window.addEventListener("hashchange", () => {
+    const id = conversationFromHash();
+    if (id && id !== state.conversationId) openConversation(id);
+    else if (!id) navigate(newConversationId(), { replace: true });
   });
   const savedAgent = localStorage.getItem("agentturn.agent");
   if (params.get("agent")) $("agent").value = params.get("agent");
   else if (savedAgent) $("agent").value = savedAgent;
-  const fromHash = new URLSearchParams(location.hash.slice(1)).get("c");
-  setConversation(fromHash && CONVERSATION_ID.test(fromHash) ? fromHash : newConversationId());
+  navigate(conversationFromHash() || newConversationId(), { replace: true });
+  conversations.refresh();
   loadDevInfo().then(() => {
     if (params.get("agent")) $("agent").value = params.get("agent");
   });

@@ -1,67 +1,91 @@
-// The two kinds of UI card in a timeline: forms (agent_form) and tool approvals (agent_approval).
+// The two kinds of UI card in a timeline: forms (agent_form) and tool approvals (agent_approval), written
+// for the people who answer them: titles and descriptions from the form's schema (not the description the
+// model was given), option labels instead of raw enum values, no form keys or turn ids, and half-typed
+// answers kept across a reload (sessionStorage, per card).
 // A card is {node, update(message)}; the timeline calls update when the card's status or version changes.
-// Only a PENDING form holds a live form (rendered by the vendored library); every other state is text.
+// Only a PENDING card holds a live form (rendered by the vendored library); every other state is text.
 
 import { Attempt, isTransient, problemText, sendWithRetry } from "./api.js";
 import { append, clear, el, jsonBlock, time } from "./dom.js";
+import { Drafts } from "./drafts.js";
+import { labelOf, titleOf, uiSchemaFor } from "./schema_text.js";
+
+const STATUS_LABELS = {
+  PENDING: "Waiting for you",
+  SUBMITTED: "Submitted",
+  DECLINED: "Declined",
+  EXPIRED: "Expired",
+  CANCELLED: "Cancelled",
+  APPROVED: "Approved",
+  REJECTED: "Rejected",
+  RESPONDED: "Answered",
+};
 
 const FORM_STATES = {
   SUBMITTED: "Submitted",
-  CANCELLED: "Cancelled: the turn ended before this form was answered.",
+  CANCELLED: "Cancelled: the agent stopped before this form was answered.",
   DECLINED: "Declined: the form was closed without an answer.",
   EXPIRED: "Expired: nobody answered before the deadline.",
 };
 
 function badge(status) {
-  return el("span", { class: `badge status-${String(status).toLowerCase()}`, "data-testid": "card-status" }, status);
-}
-
-function formatValue(value) {
-  if (typeof value === "boolean") return value ? "yes" : "no";
-  if (value === null || value === undefined) return "—";
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
+  return el(
+    "span",
+    { class: `badge status-${String(status).toLowerCase()}`, "data-testid": "card-status", dataset: { status } },
+    STATUS_LABELS[status] || String(status).toLowerCase(),
+  );
 }
 
 function schemaOf(message) {
   return message.schema && typeof message.schema === "object" ? message.schema : { type: "object" };
 }
 
-function cardHeader(kindLabel, key, status) {
-  return el("header", { class: "card-header" }, el("span", { class: "card-kind" }, kindLabel), el("code", {}, key), badge(status));
+function cardHeader(kindLabel, status) {
+  return el("header", { class: "card-header" }, el("span", { class: "card-kind" }, kindLabel), badge(status));
 }
 
-function errorList(problems) {
+function errorList(problems, schema) {
   return el(
     "ul",
     { class: "card-errors", role: "alert", "data-testid": "card-errors" },
-    problems.map((p) => el("li", {}, p.path ? el("code", {}, p.path) : null, p.path ? " " : null, p.message)),
+    problems.map((p) => el("li", {}, p.path && schema ? `${titleOf(schema, p.path)}: ` : null, p.message)),
   );
 }
 
-/** Read-only submitted values, labelled with the schema's field titles (as text). */
-function submittedValues(message) {
-  if (message.valuesRedacted) {
-    return el("p", { class: "redacted", "data-testid": "values-redacted" }, "values redacted (the agent keeps no copy)");
-  }
-  const values = message.submittedValues || {};
-  const properties = schemaOf(message).properties || {};
+/** Values as a person reads them: field titles, option labels, yes/no. */
+function valueList(values, schema, attributes) {
+  const properties = schema?.properties || {};
   const keys = [...Object.keys(properties).filter((k) => k in values), ...Object.keys(values).filter((k) => !(k in properties))];
   return el(
     "dl",
-    { class: "values", "data-testid": "submitted-values" },
-    keys.map((key) => [
-      el("dt", {}, properties[key]?.title || key),
-      el("dd", { dataset: { field: key } }, formatValue(values[key])),
-    ]),
+    { class: "values", ...attributes },
+    keys.map((key) => [el("dt", {}, properties[key]?.title || key), el("dd", { dataset: { field: key } }, labelOf(properties[key], values[key]))]),
   );
+}
+
+function submittedValues(message) {
+  if (message.valuesRedacted) {
+    return el("p", { class: "redacted", "data-testid": "values-redacted" }, "The answers are not kept (values redacted).");
+  }
+  return valueList(message.submittedValues || {}, schemaOf(message), { "data-testid": "submitted-values" });
+}
+
+function schemaHeading(schema) {
+  return [
+    schema.title ? el("h3", { class: "card-title" }, schema.title) : null,
+    schema.description ? el("p", { class: "card-description" }, schema.description) : null,
+  ];
+}
+
+function idPrefix(prefix, actionId) {
+  return `${prefix}-${actionId}`.replace(/[^A-Za-z0-9_-]/g, "_");
 }
 
 export function formCard(initial, ctx) {
   const node = el("article", {
     class: "card form-card",
     "data-testid": "form-card",
-    dataset: { messageId: initial.messageId, formKey: initial.formKey },
+    dataset: { messageId: initial.messageId },
   });
   let message = initial;
   let handle = null; // the mounted live form while PENDING
@@ -73,10 +97,11 @@ export function formCard(initial, ctx) {
   const declineAttempt = new Attempt();
   const errorsHost = el("div", { class: "card-error-host" });
   const noteHost = el("p", { class: "card-note", role: "status" });
+  const drafts = new Drafts(initial.turnId, initial.actionId);
 
   function showProblems() {
     clear(errorsHost);
-    if (unplaced.length) errorsHost.append(errorList(unplaced));
+    if (unplaced.length) errorsHost.append(errorList(unplaced, schemaOf(message)));
     noteHost.textContent = note || "";
   }
 
@@ -93,14 +118,15 @@ export function formCard(initial, ctx) {
     busy = false;
     if (result.ok) {
       busy = true; // stays disabled until the card turns SUBMITTED in the timeline
-      note = "Submitted; the agent continues…";
+      note = "Sent. The agent continues…";
+      drafts.clear();
       ctx.onAction(message.turnId);
     } else if (result.status === 422 && Array.isArray(result.problem?.errors)) {
       serverErrors = result.problem.errors;
       unplaced = window.AgentturnForms.toErrorSchema(schemaOf(message), serverErrors).unplaced;
       if (!unplaced.length && !serverErrors.length) note = problemText(result);
     } else {
-      note = isTransient(result) ? `${problemText(result)} Submit again to retry the same request.` : problemText(result);
+      note = isTransient(result) ? `${problemText(result)} Send again to retry the same request.` : problemText(result);
       if (result.status === 409 || result.status === 404) ctx.onAction(message.turnId);
     }
     handle?.update({ busy, serverErrors });
@@ -129,7 +155,8 @@ export function formCard(initial, ctx) {
     );
     busy = result.ok;
     if (result.ok) {
-      note = "Declined; the agent continues…";
+      note = "Declined. The agent continues…";
+      drafts.clear();
       ctx.onAction(message.turnId);
     } else if (result.status === 404 && result.problem?.type?.endsWith("/route-not-found")) {
       note = "This server does not support declining forms.";
@@ -144,9 +171,9 @@ export function formCard(initial, ctx) {
   function renderPending() {
     const host = el("div", { class: "form-host" });
     const panel = declinePanel();
-    append(node, 
-      cardHeader("Form", message.formKey, message.status),
-      message.description ? el("p", { class: "card-description" }, message.description) : null,
+    append(
+      node,
+      cardHeader("Please fill in", message.status),
       message.expiresAt ? el("p", { class: "card-deadline" }, "Answer before ", time(message.expiresAt)) : null,
       host,
       errorsHost,
@@ -159,11 +186,13 @@ export function formCard(initial, ctx) {
     }
     handle = window.AgentturnForms.mount(host, {
       schema: schemaOf(message),
-      formData: {},
-      idPrefix: `f-${message.actionId}`.replace(/[^A-Za-z0-9_-]/g, "_"),
+      uiSchema: uiSchemaFor(schemaOf(message)),
+      formData: drafts.load() ?? {},
+      idPrefix: idPrefix("f", message.actionId),
       noValidate: ctx.noValidate,
       busy,
       serverErrors,
+      onChange: (data) => drafts.save(data),
       onSubmit: submit,
       onDecline: () => {
         panel.hidden = false;
@@ -174,15 +203,12 @@ export function formCard(initial, ctx) {
 
   function renderReadOnly() {
     const schema = schemaOf(message);
-    const state = FORM_STATES[message.status] || message.status;
-    append(node, 
-      cardHeader("Form", message.formKey, message.status),
-      schema.title ? el("h3", { class: "card-title" }, schema.title) : null,
-      message.description ? el("p", { class: "card-description" }, message.description) : null,
-      el("p", { class: "card-state" }, state),
-      message.status === "DECLINED" && message.declineReason
-        ? el("p", { class: "card-reason" }, "Reason: ", message.declineReason)
-        : null,
+    append(
+      node,
+      cardHeader("Form", message.status),
+      schemaHeading(schema),
+      message.status === "SUBMITTED" ? null : el("p", { class: "card-state" }, FORM_STATES[message.status] || message.status),
+      message.status === "DECLINED" && message.declineReason ? el("p", { class: "card-reason" }, "Reason: ", message.declineReason) : null,
       message.status === "SUBMITTED" ? submittedValues(message) : null,
       el(
         "p",
@@ -212,6 +238,7 @@ export function formCard(initial, ctx) {
       message = next;
       // A pending card whose version moved on but is still pending keeps the person's typing.
       if (wasPending && next.status === "PENDING") return;
+      if (next.status !== "PENDING") drafts.clear();
       note = null;
       unplaced = [];
       render();
@@ -219,52 +246,197 @@ export function formCard(initial, ctx) {
   };
 }
 
+/** Original and edited arguments side by side, the changed fields marked. */
+function argumentsView(message, parametersSchema) {
+  const original = message.arguments || {};
+  const edited = message.editedArguments;
+  if (!edited) return valueList(original, parametersSchema, { "data-testid": "approval-fields" });
+  const keys = [...new Set([...Object.keys(original), ...Object.keys(edited)])];
+  const properties = parametersSchema?.properties || {};
+  return el(
+    "table",
+    { class: "arguments-diff", "data-testid": "arguments-diff" },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Field"), el("th", { scope: "col" }, "Asked for"), el("th", { scope: "col" }, "Approved with"))),
+    el(
+      "tbody",
+      {},
+      keys.map((key) => {
+        const changed = JSON.stringify(original[key]) !== JSON.stringify(edited[key]);
+        return el(
+          "tr",
+          { class: changed ? "changed" : null, dataset: { field: key } },
+          el("th", { scope: "row" }, properties[key]?.title || key),
+          el("td", { class: "original" }, labelOf(properties[key], original[key])),
+          el("td", { class: "edited" }, labelOf(properties[key], edited[key]), changed ? el("span", { class: "changed-mark" }, " (changed)") : null),
+        );
+      }),
+    ),
+  );
+}
+
 export function approvalCard(initial, ctx) {
   const node = el("article", {
     class: "card approval-card",
     "data-testid": "approval-card",
-    dataset: { messageId: initial.messageId, toolName: initial.toolName },
+    dataset: { messageId: initial.messageId },
   });
   let message = initial;
-  const attempts = { approve: new Attempt(), reject: new Attempt() };
+  let mode = "decide"; // decide | edit | respond
+  let handle = null;
+  let busy = false;
+  let reasonText = ""; // the reject reason survives a re-render of the card
+  let extraHost = null; // where "Edit, then approve" and "Answer instead" go once they can be offered
+  const attempts = { approve: new Attempt(), reject: new Attempt(), respond: new Attempt() };
   const noteHost = el("p", { class: "card-note", role: "status" });
+  const drafts = new Drafts(initial.turnId, `${initial.actionId}:edit`);
+  const respondDrafts = new Drafts(initial.turnId, `${initial.actionId}:respond`);
+  const info = () => ctx.pendingAction?.(message.actionId) || null;
 
-  async function decide(kind, reasonInput, buttons) {
-    const reason = reasonInput.value.trim();
-    const body = kind === "reject" && reason ? { reason } : {};
-    buttons.forEach((b) => (b.disabled = true));
+  async function act(kind, body, { done }) {
+    busy = true;
     noteHost.textContent = "";
-    const result = await sendWithRetry(attempts[kind], body, (key) =>
-      ctx.api.action(message.turnId, message.actionId, kind, body, key),
-    );
+    node.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    handle?.update({ busy: true });
+    const result = await sendWithRetry(attempts[kind], body, (key) => ctx.api.action(message.turnId, message.actionId, kind, body, key));
     if (result.ok) {
-      noteHost.textContent = kind === "approve" ? "Approved; the agent continues…" : "Rejected; the agent continues…";
+      noteHost.textContent = done;
+      drafts.clear();
+      respondDrafts.clear();
       ctx.onAction(message.turnId);
       return;
     }
-    buttons.forEach((b) => (b.disabled = false));
-    noteHost.textContent = problemText(result);
+    busy = false;
+    node.querySelectorAll("button").forEach((b) => (b.disabled = false));
+    handle?.update({ busy: false, serverErrors: result.status === 422 ? result.problem?.errors || [] : [] });
+    noteHost.textContent =
+      result.status === 404 && result.problem?.type?.endsWith("/route-not-found")
+        ? "This server does not support that answer."
+        : problemText(result);
     if (result.status === 409) ctx.onAction(message.turnId);
   }
 
+  function withFingerprint(body) {
+    const fingerprint = info()?.argumentsFingerprint ?? message.argumentsFingerprint;
+    return fingerprint ? { ...body, argumentsFingerprint: fingerprint } : body;
+  }
+
+  function decideControls() {
+    const reasonId = idPrefix("reason", message.actionId);
+    const reason = el("input", { type: "text", id: reasonId, name: "reason", placeholder: "reason (sent to the agent if you reject)", maxlength: 2000 });
+    const approve = el("button", { type: "button", class: "primary" }, "Approve");
+    const reject = el("button", { type: "button", class: "danger" }, "Reject");
+    approve.addEventListener("click", () => act("approve", withFingerprint({}), { done: "Approved. The agent continues…" }));
+    reject.addEventListener("click", () => {
+      const text = reason.value.trim();
+      act("reject", text ? { reason: text } : {}, { done: "Rejected. The agent continues…" });
+    });
+    reason.value = reasonText;
+    reason.addEventListener("input", () => (reasonText = reason.value));
+    const actions = el("div", { class: "form-actions" }, approve, reject);
+    extraHost = actions;
+    offerMore();
+    return [actions, el("label", { class: "reason-label", for: reasonId }, "Reason for rejecting (optional)"), reason];
+  }
+
+  /** Editing and answering need the pending action's parameter schema (from the turn, which may come later
+   * than the card): the buttons are added in place, so nothing the person typed or focused is rebuilt. */
+  function offerMore() {
+    if (!extraHost || extraHost.dataset.more || !info()?.parametersSchema) return;
+    extraHost.dataset.more = "1";
+    node.dataset.canEdit = "1";
+    extraHost.append(
+      el("button", { type: "button", class: "secondary", onclick: () => switchTo("edit") }, "Edit, then approve"),
+      el("button", { type: "button", class: "secondary", onclick: () => switchTo("respond") }, "Answer instead"),
+    );
+  }
+
+  function editControls() {
+    const host = el("div", { class: "form-host" });
+    const schema = info()?.parametersSchema || { type: "object" };
+    queueMicrotask(() => {
+      if (!window.AgentturnForms || mode !== "edit") return;
+      handle = window.AgentturnForms.mount(host, {
+        schema,
+        uiSchema: uiSchemaFor(schema),
+        formData: drafts.load() ?? message.arguments ?? {},
+        idPrefix: idPrefix("edit", message.actionId),
+        noValidate: ctx.noValidate,
+        busy,
+        serverErrors: [],
+        submitLabel: "Approve with these values",
+        declineLabel: "Back",
+        onChange: (data) => drafts.save(data),
+        onSubmit: (data) => act("approve", withFingerprint({ arguments: data }), { done: "Approved with your changes. The agent continues…" }),
+        onDecline: () => switchTo("decide"),
+      });
+    });
+    return [el("p", { class: "card-hint" }, "Change what the agent will use, then approve."), host];
+  }
+
+  function respondControls() {
+    const id = idPrefix("respond", message.actionId);
+    const box = el("textarea", { id, name: "content", rows: 3, maxlength: 20000, required: true });
+    box.value = respondDrafts.load() ?? "";
+    box.addEventListener("input", () => respondDrafts.save(box.value));
+    const send = el("button", { type: "submit", class: "primary" }, "Send answer");
+    const back = el("button", { type: "button", class: "secondary", onclick: () => switchTo("decide") }, "Back");
+    const form = el(
+      "form",
+      { class: "respond-form", "data-testid": "respond-form" },
+      el("label", { for: id }, "Your answer (the agent gets it instead of running the tool)"),
+      box,
+      el("div", { class: "form-actions" }, send, back),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const content = box.value.trim();
+      if (!content) {
+        noteHost.textContent = "Write an answer first.";
+        box.focus();
+        return;
+      }
+      act("respond", { content }, { done: "Answer sent. The agent continues…" });
+    });
+    queueMicrotask(() => box.focus());
+    return form;
+  }
+
+  function switchTo(next) {
+    mode = next;
+    render();
+  }
+
   function render() {
+    handle?.unmount();
+    handle = null;
+    extraHost = null;
     clear(node);
     node.dataset.status = message.status;
-    append(node, 
-      cardHeader("Approval", message.toolName, message.status),
-      message.message ? el("p", { class: "card-description" }, message.message) : null,
-      el("p", { class: "card-label" }, "Arguments"),
-      jsonBlock(message.arguments || {}, { "data-testid": "approval-arguments" }),
+    const pending = info();
+    const question = message.message || "The agent asks to go ahead with this action.";
+    append(
+      node,
+      cardHeader("Needs your decision", message.status),
+      el("p", { class: "card-question" }, question),
+      argumentsView(message, pending?.parametersSchema),
+      el(
+        "details",
+        { class: "technical" },
+        el("summary", {}, "Technical details"),
+        el("p", {}, "Tool ", el("code", {}, message.toolName)),
+        jsonBlock(message.arguments || {}, { "data-testid": "approval-arguments" }),
+      ),
     );
     if (message.status === "PENDING") {
-      const reason = el("input", { type: "text", name: "reason", placeholder: "reason (sent to the agent if you reject)", maxlength: 2000 });
-      const approve = el("button", { type: "button", class: "primary" }, "Approve");
-      const reject = el("button", { type: "button", class: "danger" }, "Reject");
-      approve.addEventListener("click", () => decide("approve", reason, [approve, reject]));
-      reject.addEventListener("click", () => decide("reject", reason, [approve, reject]));
-      append(node, el("div", { class: "form-actions" }, approve, reject, reason), noteHost);
+      if (mode === "edit" && pending?.parametersSchema) append(node, editControls());
+      else if (mode === "respond") append(node, respondControls());
+      else append(node, decideControls());
+      append(node, noteHost);
     } else {
-      append(node, 
+      const answer = message.response ?? message.responseContent ?? null;
+      append(
+        node,
+        typeof answer === "string" ? el("p", { class: "card-reason" }, "Answered instead: ", answer) : null,
         el(
           "p",
           { class: "card-meta" },
@@ -280,8 +452,19 @@ export function approvalCard(initial, ctx) {
   return {
     node,
     update(next) {
+      const wasPending = message.status === "PENDING";
       message = next;
+      if (wasPending && next.status === "PENDING" && mode !== "decide") return; // keep the person's editing
+      if (next.status !== "PENDING") {
+        drafts.clear();
+        respondDrafts.clear();
+        mode = "decide";
+      }
       render();
+    },
+    /** The turn's pending actions arrived or changed: editing and answering may now be offered. */
+    refreshPending() {
+      if (message.status === "PENDING" && mode === "decide" && !busy) offerMore();
     },
   };
 }

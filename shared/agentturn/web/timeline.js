@@ -1,5 +1,6 @@
 // Renders a conversation timeline keyed by messageId, touching only what changed: polling every second
-// must not rebuild a form the person is typing into, nor move the focus.
+// must not rebuild a form the person is typing into, nor move the focus. Also holds the echoes of what the
+// person just sent (shown at once, replaced by the stored message when it arrives).
 
 import { approvalCard, formCard } from "./cards.js";
 import { el, jsonBlock } from "./dom.js";
@@ -12,24 +13,33 @@ function signature(message) {
   return JSON.stringify(message);
 }
 
+/** The model's text as sanitised markdown (vendor/markdown.js); plain text if that did not load. */
+export function richText(text, attributes = {}) {
+  const host = el("div", { class: "content markdown", ...attributes });
+  if (window.AgentturnMarkdown) host.append(window.AgentturnMarkdown.render(text));
+  else host.append(el("p", {}, text));
+  return host;
+}
+
 function aiEntry(message, ctx) {
   const text = message.content || "";
   const demo = text.startsWith(DEMO_PREFIX);
   if (demo) ctx.onDemoModel();
+  const calls = message.toolCalls || [];
   return el(
     "li",
     { class: "msg ai", "data-testid": "ai-message" },
     el("span", { class: "who" }, "Agent"),
     demo ? el("span", { class: "demo-badge", title: "Reply from the deterministic demo model, not an LLM" }, "demo model") : null,
-    text ? el("p", { class: "content" }, demo ? text.slice(DEMO_PREFIX.length).trimStart() : text) : null,
-    (message.toolCalls || []).map((call) =>
-      el(
-        "details",
-        { class: "tool-call" },
-        el("summary", {}, "calls ", el("code", {}, call.name)),
-        jsonBlock(call.arguments || {}),
-      ),
-    ),
+    text ? richText(demo ? text.slice(DEMO_PREFIX.length).trimStart() : text) : null,
+    calls.length
+      ? el(
+          "details",
+          { class: "tool-call" },
+          el("summary", {}, calls.length === 1 ? "Used a tool" : `Used ${calls.length} tools`),
+          calls.map((call) => [el("p", { class: "tool-name" }, el("code", {}, call.name)), jsonBlock(call.arguments || {})]),
+        )
+      : null,
   );
 }
 
@@ -41,16 +51,26 @@ function toolEntry(message) {
     el(
       "details",
       {},
-      el("summary", {}, "result of ", el("code", {}, message.toolName || message.toolCallId), status ? ` (${status})` : null),
+      el("summary", {}, "Tool result", status ? ` (${String(status).toLowerCase()})` : null),
+      el("p", { class: "tool-name" }, el("code", {}, message.toolName || message.toolCallId)),
       jsonBlock(message.content),
     ),
+  );
+}
+
+function userEntry(text, extra = {}) {
+  return el(
+    "li",
+    { class: "msg user", "data-testid": "user-message", ...extra },
+    el("span", { class: "who" }, "You"),
+    el("p", { class: "content" }, text),
   );
 }
 
 function entry(message, ctx) {
   switch (message.type) {
     case "user":
-      return { node: el("li", { class: "msg user", "data-testid": "user-message" }, el("span", { class: "who" }, "You"), el("p", { class: "content" }, message.content)) };
+      return { node: userEntry(message.content) };
     case "ai":
       return { node: aiEntry(message, ctx) };
     case "tool":
@@ -64,31 +84,76 @@ function entry(message, ctx) {
       return { node: el("li", { class: "msg card-entry" }, card.node), card };
     }
     default:
-      return { node: el("li", { class: "msg unknown" }, el("span", { class: "who" }, String(message.type)), jsonBlock(message)) };
+      return { node: el("li", { class: "msg unknown" }, el("span", { class: "who" }, "Other"), jsonBlock(message)) };
   }
 }
 
 export class Timeline {
   constructor(root, ctx) {
     this.root = root;
-    this.ctx = ctx;
+    this.ctx = { ...ctx, pendingAction: (actionId) => this.pending.get(actionId) || null };
     this.entries = new Map(); // messageId -> {node, card?, signature}
+    this.echoes = []; // {text, node, seen}: sent, not yet in the stored timeline
+    this.pending = new Map(); // actionId -> the turn's SuspensionView (parametersSchema, fingerprint...)
+    this.userCounts = new Map(); // user message text -> how many the stored timeline holds
+    /** Set by the live-timeline module while it streams the model's text (hides the "Thinking…" row). */
+    this.streaming = false;
   }
 
   reset() {
     this.entries.clear();
+    this.echoes = [];
+    this.pending.clear();
+    this.userCounts.clear();
     this.root.replaceChildren();
+  }
+
+  hasEchoes() {
+    return this.echoes.length > 0;
+  }
+
+  /** Cards waiting for an answer. */
+  pendingCount() {
+    let count = 0;
+    for (const current of this.entries.values()) if (current.card && current.status === "PENDING") count += 1;
+    return count;
+  }
+
+  /** The open turn's pending actions: what an approval card needs to offer editing and answering. */
+  setPendingActions(turnId, actions) {
+    this.pending = new Map((actions || []).map((a) => [a.actionId, { ...a, turnId }]));
+    for (const current of this.entries.values()) current.card?.refreshPending?.();
+  }
+
+  /** Shows `text` as sent at once; returns {fail()} to mark it as not sent. */
+  echo(text) {
+    const node = userEntry(text, { class: "msg user echo", "data-testid": "user-echo", "aria-busy": "true" });
+    node.append(el("span", { class: "echo-state" }, "Sending…"));
+    const echo = { text, node, seen: this.userCounts.get(text) || 0 };
+    this.echoes.push(echo);
+    this.root.append(node);
+    return {
+      fail: () => {
+        node.classList.add("failed");
+        node.removeAttribute("aria-busy");
+        node.querySelector(".echo-state").textContent = "Not sent";
+        this.echoes = this.echoes.filter((e) => e !== echo);
+        setTimeout(() => node.remove(), 4000);
+      },
+    };
   }
 
   render(messages) {
     const seen = new Set();
+    const counts = new Map();
     messages.forEach((message, index) => {
+      if (message.type === "user") counts.set(message.content, (counts.get(message.content) || 0) + 1);
       const id = message.messageId || `#${index}`;
       seen.add(id);
       let current = this.entries.get(id);
       const sig = signature(message);
       if (!current) {
-        current = { ...entry(message, this.ctx), signature: sig };
+        current = { ...entry(message, this.ctx), signature: sig, status: message.status };
         this.entries.set(id, current);
       } else if (current.signature !== sig) {
         if (current.card) current.card.update(message);
@@ -98,6 +163,7 @@ export class Timeline {
           current.node = fresh.node;
         }
         current.signature = sig;
+        current.status = message.status;
       }
       const at = this.root.children[index];
       if (at !== current.node) this.root.insertBefore(current.node, at || null);
@@ -108,5 +174,15 @@ export class Timeline {
         this.entries.delete(id);
       }
     }
+    this.userCounts = counts;
+    // An echo leaves when the stored timeline holds one more message with its text than when it was sent.
+    this.echoes = this.echoes.filter((echo) => {
+      if ((counts.get(echo.text) || 0) > echo.seen) {
+        echo.node.remove();
+        return false;
+      }
+      this.root.append(echo.node); // stays last, below what the server already has
+      return true;
+    });
   }
 }

@@ -8,13 +8,10 @@
 import { createRoot } from "react-dom/client";
 import { useState } from "react";
 import Form from "@rjsf/core";
-import { customizeValidator } from "@rjsf/validator-ajv8";
-import Ajv2020 from "ajv/dist/2020";
 import { transformErrorsFor } from "./form_messages.mjs";
-
-// Draft 2020-12, as the server validates (agentturn/validation.py): rjsf's default Ajv class reads draft-07,
-// which ignores prefixItems, dependentSchemas and unevaluated*. Same formats and options as rjsf's default.
-const validator = customizeValidator({ AjvClass: Ajv2020 });
+// Draft 2020-12, as the server validates (agentturn/validation.py), without compiling schemas to code: the
+// page's CSP has no 'unsafe-eval' (validator.mjs; tests/differential/test_browser_validator.py).
+import { validator } from "./validator.mjs";
 
 // Server errors come as JSON Pointers into the submitted data ("/affectedSystem", "/address/zip");
 // rjsf wants them as a nested ErrorSchema ({affectedSystem: {__errors: [...]}}). Errors at the root, or on
@@ -61,7 +58,12 @@ function CardForm(props) {
   return (
     <Form
       schema={props.schema}
+      // Only option labels (ui:enumNames, from the schema's x-enumNames): nothing that renders markup.
+      uiSchema={props.uiSchema}
       validator={validator}
+      // A `oneOf` of `{const, title}` choices is a drop-down with nothing chosen yet, as an `enum` is: a person
+      // picks an option, none is picked for them.
+      experimental_defaultFormStateBehavior={{ constAsDefaults: "skipOneOf" }}
       formData={formData}
       idPrefix={props.idPrefix}
       noValidate={Boolean(props.noValidate)}
@@ -75,7 +77,10 @@ function CardForm(props) {
       // The console's own checks say what the server would say, in the same words.
       transformErrors={transformErrorsFor(props.schema)}
       disabled={Boolean(props.busy)}
-      onChange={(event) => setFormData(event.formData)}
+      onChange={(event) => {
+        setFormData(event.formData);
+        props.onChange?.(event.formData);
+      }}
       onSubmit={(event) => props.onSubmit(event.formData ?? {})}
     >
       <div className="form-actions">
