@@ -38,7 +38,7 @@ def test_streamed_text_appears_as_it_arrives_then_the_saved_reply(page: Any, art
     expect(page.get_by_test_id("live-stream")).to_be_hidden()
     expect(page.get_by_test_id("user-message")).to_contain_text("write something")
     expect(page.get_by_test_id("user-echo")).to_be_hidden()
-    expect(page.locator("#turn-status")).to_contain_text("done")
+    expect(page.locator("#turn-status")).to_have_attribute("data-status", "COMPLETED")
 
 
 def test_a_tool_turn_shows_running_then_its_form(page: Any) -> None:

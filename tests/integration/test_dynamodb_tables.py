@@ -91,9 +91,13 @@ def test_the_definitions_are_plain_data_for_the_cdk_stack() -> None:
         "runnable": "KEYS_ONLY",
         "overdue": "INCLUDE",
     }
-    # The timeline has no index (its key tells model entries from cards)
+    # The timeline has no local index (its key tells model entries from cards); the one global index is the
+    # sparse conversations list, which projects only the title
     conversations = CONVERSATIONS_TABLE.create_table_request("conversations")
-    assert "LocalSecondaryIndexes" not in conversations and "GlobalSecondaryIndexes" not in conversations
+    assert "LocalSecondaryIndexes" not in conversations
+    [listing] = conversations["GlobalSecondaryIndexes"]
+    assert listing["IndexName"] == "byOwner"
+    assert listing["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["title"]}
     assert IDEMPOTENCY_TABLE.partition_key.name == "id"
     assert IDEMPOTENCY_TABLE.ttl_attribute == "expiration"
 
