@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from tests.unit.conftest import Parts
 
@@ -68,3 +70,26 @@ def test_a_step_keeps_the_lease_it_held(parts: Parts) -> None:
 
     # THEN the run still holds its lease afterwards
     assert run.lease is not None and held is not None and run.lease.lease_id == held.lease_id
+
+
+def heartbeat_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "agentturn-heartbeat" and t.is_alive()]
+
+
+def test_the_steps_of_consecutive_runs_share_one_heartbeat_thread(parts: Parts) -> None:
+    # GIVEN no heartbeat thread of this keeper yet
+    before = set(heartbeat_threads())
+
+    # WHEN two runs each take two short steps, one after the other
+    for _ in range(2):
+        run = parts.new_run(an_agent())
+        for _ in range(2):
+            with parts.leases.heartbeat(run):
+                pass
+        assert run.heartbeat is not None
+        run.heartbeat.close()
+
+    # THEN one thread was started for all four steps, and no step renewed the lease (none lasted a beat)
+    started = set(heartbeat_threads()) - before
+    assert len(started) == 1
+    assert run.heartbeat.renewals == 0
