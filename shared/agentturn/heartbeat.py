@@ -2,11 +2,12 @@
 
 Between steps the Runner renews the lease itself. During a step its thread is inside the model or the tool,
 so a :class:`Heartbeat` renews the lease every third of its length until the step ends. The beating is done
-by a :class:`Pacemaker`, one thread per Runner shared by all its runs and steps: starting a thread, or even
-waking one, costs more CPU than a short step itself (a form cycle has four steps in two runs). So a step only
-writes down when its first beat is due; the thread sleeps until the earliest such time, and is woken only
-when a step is due before that. A step that ends does not wake it: the thread finds nothing due when it
-wakes and sleeps on. After some idle real time the thread ends, and the next step starts another.
+by a :class:`Pacemaker`, one thread per clock shared by every run and step in the process (the handlers make
+a Runner per request): starting a thread, or even waking one, costs more CPU than a short step itself (a form
+cycle has four steps in two runs). So a step only writes down when its first beat is due; the thread sleeps
+until the earliest such time, and is woken only when a step is due before that. A step that ends does not
+wake it: the thread finds nothing due when it wakes and sleeps on. After some idle real time the thread
+ends, and the next step starts another.
 
 If a renewal finds the lease taken over, the heartbeat says so (``lost``): the Runner then keeps nothing
 of the step and makes no further side effect or write. A renewal that fails for another reason (a
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -33,7 +35,7 @@ _IDLE_SECONDS = 30.0
 
 
 class Pacemaker:
-    """The one thread that beats for every step under way of a Runner's runs."""
+    """The one thread that beats for every step under way on one clock (see :func:`pacemaker`)."""
 
     def __init__(self, clock: Clock, wait: Waiter, *, idle_seconds: float = _IDLE_SECONDS) -> None:
         self._clock = clock
@@ -87,6 +89,19 @@ class Pacemaker:
                 with self._lock:
                     if beat in self._due:
                         self._due[beat] = self._clock() + beat.interval
+
+
+_pacemakers: weakref.WeakValueDictionary[tuple[Clock, Waiter], Pacemaker] = weakref.WeakValueDictionary()
+_pacemakers_lock = threading.Lock()
+
+
+def pacemaker(clock: Clock, wait: Waiter) -> Pacemaker:
+    """The process's pacemaker for this clock and wait (kept while a Runner or its thread uses it)."""
+    with _pacemakers_lock:
+        found = _pacemakers.get((clock, wait))
+        if found is None:
+            found = _pacemakers[(clock, wait)] = Pacemaker(clock, wait)
+        return found
 
 
 class Heartbeat:

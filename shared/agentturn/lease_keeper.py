@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from agentturn._clock import Clock, Waiter
 from agentturn.errors import LeaseLostError
-from agentturn.heartbeat import Heartbeat, Pacemaker
+from agentturn.heartbeat import Heartbeat, pacemaker
 from agentturn.store import TurnStore
 from agentturn.turn_run import LeaseGone, Run
 
@@ -17,8 +17,8 @@ class LeaseKeeper:
         self._store = store
         self._clock = clock
         self._lease_seconds = lease_seconds
-        #: one thread beats for every step of this Runner's runs (started at the first step)
-        self._pacemaker = Pacemaker(clock, wait)
+        #: one thread beats for every step on this clock in the process (started at the first step)
+        self._pacemaker = pacemaker(clock, wait)
 
     def renew(self, run: Run) -> None:
         """Between steps: renew a lease past half its life; raise ``LeaseGone`` if it was taken over."""

@@ -8,6 +8,7 @@ import pytest
 from tests.unit.conftest import Parts
 
 from agentturn import Agent, ScriptedChatModel
+from agentturn.lease_keeper import LeaseKeeper
 from agentturn.turn_run import LeaseGone
 
 
@@ -77,14 +78,16 @@ def heartbeat_threads() -> list[threading.Thread]:
 
 
 def test_the_steps_of_consecutive_runs_share_one_heartbeat_thread(parts: Parts) -> None:
-    # GIVEN no heartbeat thread of this keeper yet
+    # GIVEN no heartbeat thread on this clock yet, and a second keeper on it (the handlers make a Runner per
+    # request)
     before = set(heartbeat_threads())
+    keepers = [parts.leases, LeaseKeeper(parts.store, parts.clock, parts.lease_seconds, parts.clock.wait)]
 
-    # WHEN two runs each take two short steps, one after the other
-    for _ in range(2):
+    # WHEN two runs, one under each keeper, each take two short steps, one after the other
+    for keeper in keepers:
         run = parts.new_run(an_agent())
         for _ in range(2):
-            with parts.leases.heartbeat(run):
+            with keeper.heartbeat(run):
                 pass
         assert run.heartbeat is not None
         run.heartbeat.close()
