@@ -13,6 +13,7 @@ from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelM
 from agentturn.serializer import JSON, Serializer
 
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
+_MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
 
 
 @runtime_checkable
@@ -68,6 +69,9 @@ class _Conversation:
         self._keys: list[tuple[str, str]] = []
         self._bodies: dict[str, str] = {}
         self._sort_keys: dict[str, str] = {}
+        #: the entries that are UI cards: the model's history skips them unread (as the DynamoDB adapter's
+        #: model-message index does)
+        self._cards: set[str] = set()
         self._active_turn: str | None = None
 
     def _decode(self, message_id: str) -> TimelineMessage:
@@ -86,9 +90,8 @@ class _Conversation:
             for _, message_id in reversed(self._keys):
                 if len(newest_first) >= wanted:
                     break
-                message = self._decode(message_id)
-                if not isinstance(message, FormMessage | ApprovalMessage):
-                    newest_first.append(message)
+                if message_id not in self._cards:
+                    newest_first.append(self._serializer.loads(self._bodies[message_id], _MODEL))
         return newest_first[::-1]
 
     def get_message(self, message_id: str) -> TimelineMessage | None:
@@ -103,6 +106,8 @@ class _Conversation:
         bisect.insort(self._keys, (message.sort_key, message.message_id))
         self._bodies[message.message_id] = self._serializer.dumps(message)
         self._sort_keys[message.message_id] = message.sort_key
+        if isinstance(message, FormMessage | ApprovalMessage):
+            self._cards.add(message.message_id)
         return True
 
     def append(self, message: TimelineMessage) -> bool:

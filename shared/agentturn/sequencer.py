@@ -39,7 +39,10 @@ class EventSequencer:
             self._sequences[turn_id] = sequence
             if len(self._sequences) > SEQUENCE_CACHE:
                 self._sequences.pop(next(iter(self._sequences)))
-        dispatch(self._listeners(), Event(event_type, turn_id, sequence, data))
+        listeners = list(self._listeners())
+        if listeners:
+            # Nobody listening (the core's default): the number is used up, no event is built.
+            dispatch(listeners, Event(event_type, turn_id, sequence, data))
 
     def reserve(self, turn: Turn) -> None:
         """Set ``turn.event_sequence`` (stored with its next save) above every sequence usable before the one after."""
