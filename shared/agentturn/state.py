@@ -306,14 +306,6 @@ class Turn(WireModel):
     def tool_state(self, call_id: str) -> ToolCallState:
         return self.tool_states.setdefault(call_id, ToolCallState())
 
-    def deep_copy(self) -> Turn:
-        """A deep copy sharing nothing mutable with this turn.
-
-        Rebuilt from its dump rather than by ``model_copy(deep=True)``: ``copy.deepcopy`` walks every nested
-        model and dict in Python and costs several times more on a turn holding a frozen form schema.
-        """
-        return Turn.model_validate(self.model_dump(by_alias=True))
-
     @property
     def timeline_prefix(self) -> str:
         """Sort-key prefix of this turn's timeline entries: turns of a conversation are sequential."""
