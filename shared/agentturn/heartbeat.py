@@ -67,6 +67,15 @@ class Pacemaker:
             self._due.pop(heartbeat, None)
 
     def _run(self) -> None:
+        try:
+            self._beat_until_idle()
+        finally:
+            # Ended idle, or by an error of the wait: either way the next step starts a thread again.
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None
+
+    def _beat_until_idle(self) -> None:
         while True:
             with self._lock:
                 self._wake.clear()

@@ -69,9 +69,10 @@ class _Conversation:
         self._keys: list[tuple[str, str]] = []
         self._bodies: dict[str, str] = {}
         self._sort_keys: dict[str, str] = {}
-        #: the entries that are UI cards: the model's history skips them unread (as the DynamoDB adapter's
-        #: model-message index does)
-        self._cards: set[str] = set()
+        #: the entries that are UI cards, with their type and version: the model's history skips them unread
+        #: (as the DynamoDB adapter's model-message index does), and a compare-and-set reads only these (as
+        #: its conditional write does)
+        self._cards: dict[str, tuple[str, int]] = {}
         self._active_turn: str | None = None
 
     def _decode(self, message_id: str) -> TimelineMessage:
@@ -107,7 +108,7 @@ class _Conversation:
         self._bodies[message.message_id] = self._serializer.dumps(message)
         self._sort_keys[message.message_id] = message.sort_key
         if isinstance(message, FormMessage | ApprovalMessage):
-            self._cards.add(message.message_id)
+            self._cards[message.message_id] = (message.type, message.version)
         return True
 
     def append(self, message: TimelineMessage) -> bool:
@@ -121,13 +122,12 @@ class _Conversation:
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
         with self._lock:
-            if message.message_id not in self._bodies:
-                return False
-            current = self._decode(message.message_id)
-            if getattr(current, "version", None) != expected_version or current.type != message.type:
+            current = self._cards.get(message.message_id)
+            if current != (message.type, expected_version):
                 return False
             stored = message.model_copy(update={"sort_key": self._sort_keys[message.message_id]})
             self._bodies[message.message_id] = self._serializer.dumps(stored)
+            self._cards[message.message_id] = (message.type, message.version)
             return True
 
     def get_active_turn(self) -> str | None:
