@@ -6,7 +6,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -24,6 +24,14 @@ class WireModel(BaseModel):
     def to_wire(self) -> dict[str, object]:
         """The JSON-compatible dict form, camelCase, as stored and as sent over HTTP."""
         return self.model_dump(mode="json", by_alias=True)
+
+    def deep_copy(self) -> Self:
+        """A deep copy sharing nothing mutable with this model.
+
+        Rebuilt from its dump rather than by ``model_copy(deep=True)``: ``copy.deepcopy`` walks every nested
+        model and dict in Python and costs several times more (a turn holding a frozen form schema: ~3×).
+        """
+        return self.model_validate(self.model_dump(by_alias=True))
 
 
 # ------------------------------------------------------------------- the field named "schema"

@@ -140,8 +140,8 @@ class ScriptedChatModel:
     def chat(self, request: ChatRequest) -> AiMessage:
         self.requests.append(request)
         if self._function is not None:
-            return self._function(request).model_copy(deep=True)
+            return self._function(request).deep_copy()
         answered = sum(1 for message in request.messages if isinstance(message, AiMessage))
         if answered >= len(self._responses):
             raise ScriptExhaustedError(f"script has {len(self._responses)} responses; asked for #{answered + 1}")
-        return self._responses[answered].model_copy(deep=True)
+        return self._responses[answered].deep_copy()

@@ -129,4 +129,6 @@ class ResumeCommand(WireModel):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     def with_metadata(self, key: str, value: Any) -> ResumeCommand:
-        return self.model_copy(update={"metadata": {**self.metadata, key: value}}, deep=True)
+        copied = self.deep_copy()
+        copied.metadata[key] = value
+        return copied

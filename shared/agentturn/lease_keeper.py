@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from agentturn._clock import Clock, Waiter
 from agentturn.errors import LeaseLostError
-from agentturn.heartbeat import Heartbeat
+from agentturn.heartbeat import Heartbeat, pacemaker
 from agentturn.store import TurnStore
 from agentturn.turn_run import LeaseGone, Run
 
@@ -17,7 +17,8 @@ class LeaseKeeper:
         self._store = store
         self._clock = clock
         self._lease_seconds = lease_seconds
-        self._wait = wait
+        #: one thread beats for every step on this clock in the process (started at the first step)
+        self._pacemaker = pacemaker(clock, wait)
 
     def renew(self, run: Run) -> None:
         """Between steps: renew a lease past half its life; raise ``LeaseGone`` if it was taken over."""
@@ -43,7 +44,7 @@ class LeaseKeeper:
             run.heartbeat = Heartbeat(
                 lambda held: self._store.renew(held, self._lease_seconds),
                 self._lease_seconds / 3,
-                wait=self._wait,
+                pacemaker=self._pacemaker,
                 name=lease.turn_id[:12],
             )
         beat = run.heartbeat

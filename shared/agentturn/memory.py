@@ -20,6 +20,7 @@ from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelM
 from agentturn.serializer import JSON, Serializer
 
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
+_MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
 
 
 @runtime_checkable
@@ -112,6 +113,10 @@ class _Conversation:
         self._keys: list[tuple[str, str]] = []
         self._bodies: dict[str, str] = {}
         self._sort_keys: dict[str, str] = {}
+        #: the entries that are UI cards, with their type and version: the model's history skips them unread
+        #: (as the DynamoDB adapter's model-message index does), and a compare-and-set reads only these (as
+        #: its conditional write does)
+        self._cards: dict[str, tuple[str, int]] = {}
         self._active_turn: str | None = None
 
     def _decode(self, message_id: str) -> TimelineMessage:
@@ -130,9 +135,8 @@ class _Conversation:
             for _, message_id in reversed(self._keys):
                 if len(newest_first) >= wanted:
                     break
-                message = self._decode(message_id)
-                if not isinstance(message, FormMessage | ApprovalMessage):
-                    newest_first.append(message)
+                if message_id not in self._cards:
+                    newest_first.append(self._serializer.loads(self._bodies[message_id], _MODEL))
         return newest_first[::-1]
 
     def get_message(self, message_id: str) -> TimelineMessage | None:
@@ -147,6 +151,8 @@ class _Conversation:
         bisect.insort(self._keys, (message.sort_key, message.message_id))
         self._bodies[message.message_id] = self._serializer.dumps(message)
         self._sort_keys[message.message_id] = message.sort_key
+        if isinstance(message, FormMessage | ApprovalMessage):
+            self._cards[message.message_id] = (message.type, message.version)
         return True
 
     def append(self, message: TimelineMessage) -> bool:
@@ -160,13 +166,12 @@ class _Conversation:
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
         with self._lock:
-            if message.message_id not in self._bodies:
-                return False
-            current = self._decode(message.message_id)
-            if getattr(current, "version", None) != expected_version or current.type != message.type:
+            current = self._cards.get(message.message_id)
+            if current != (message.type, expected_version):
                 return False
             stored = message.model_copy(update={"sort_key": self._sort_keys[message.message_id]})
             self._bodies[message.message_id] = self._serializer.dumps(stored)
+            self._cards[message.message_id] = (message.type, message.version)
             return True
 
     def get_active_turn(self) -> str | None:

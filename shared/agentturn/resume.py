@@ -265,7 +265,7 @@ def apply_resume(turn: Turn, command: ResumeCommand, now: float) -> Turn:
             reason=RefusalReason.INPUT_EXPIRED,
         )
     now_iso = iso(now)
-    resumed = turn.model_copy(deep=True)
+    resumed = turn.deep_copy()
     if suspension.type is SuspensionType.TOOL_APPROVAL:
         _apply_approval(resumed, suspension, command, now_iso)
     elif suspension.is_form:
@@ -285,7 +285,7 @@ def expire_wait(turn: Turn, now: float) -> Turn:
     expired_waits = [s for s in turn.suspensions if s.is_expired(now)]
     if not turn.status.is_blocked or not expired_waits:
         raise InvalidResumeError(f"turn {turn.id!r} has no expired wait", reason=RefusalReason.NOT_EXPIRED)
-    expired = turn.model_copy(deep=True)
+    expired = turn.deep_copy()
     for suspension in expired_waits:
         if suspension.is_form:
             _close_unanswered(expired, suspension, "expired", None, {"status": FormStatus.EXPIRED})

@@ -41,14 +41,20 @@ class EventSequencer:
             self._sequences[turn_id] = sequence
             if len(self._sequences) > SEQUENCE_CACHE:
                 self._sequences.pop(next(iter(self._sequences)))
-        dispatch(self._listeners(), Event(event_type, turn_id, sequence, data, conversation_id))
+        listeners = list(self._listeners())
+        if listeners:
+            # Nobody listening (the core's default): the number is used up, no event is built.
+            dispatch(listeners, Event(event_type, turn_id, sequence, data, conversation_id))
 
     def emit_transient(self, turn: Turn, event_type: EventType, **data: Any) -> None:
         """Emit without using up a number: the event carries the sequence of the last one emitted for the turn
         (a streamed text piece, which is never replayed and may come hundreds of times between two saves)."""
+        listeners = list(self._listeners())
+        if not listeners:
+            return
         with self._lock:
             sequence = max(self._sequences.get(turn.id, 0), turn.event_sequence)
-        dispatch(self._listeners(), Event(event_type, turn.id, sequence, data, turn.conversation_id))
+        dispatch(listeners, Event(event_type, turn.id, sequence, data, turn.conversation_id))
 
     def reserve(self, turn: Turn) -> None:
         """Set ``turn.event_sequence`` (stored with its next save) above every sequence usable before the one after."""

@@ -196,7 +196,10 @@ class InMemoryTurnStore:
                 not_before=record.not_before,
                 error_type=record.error_type,
             ) from exc
-        return turn.model_copy(update={"version": record.version, "cancel_requested": record.cancel_requested})
+        # Freshly decoded, so nobody else holds it: set in place rather than copied.
+        turn.version = record.version
+        turn.cancel_requested = record.cancel_requested
+        return turn
 
     def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
         with self._lock:

@@ -176,7 +176,7 @@ class ToolStep:
         context = ToolContext(
             turn_id=turn.id,
             tool_call_id=call.id,
-            tool_call=call.model_copy(update={"arguments": arguments}, deep=True),
+            tool_call=call.model_copy(update={"arguments": arguments}),  # id and name are strings: nothing else to copy
             submitted_form_data=dict(state.submitted_form_data or {}),
             form_submitted=replay,
             _progress=lambda stage, data: self._events.emit(

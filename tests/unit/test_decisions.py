@@ -136,3 +136,23 @@ def test_request_fingerprints_of_the_earlier_answers_are_unchanged() -> None:
     assert command.fingerprint() == hashlib.sha256(canonical.encode()).hexdigest()
     # AND an edit is another request
     assert ResumeCommand.approve_tool("a1", {"amount": 1}).fingerprint() != command.fingerprint()
+
+
+def test_a_turn_copy_is_equal_and_shares_nothing_mutable() -> None:
+    # GIVEN a turn waiting on an approval and a form (frozen schema, arguments, cards, metadata)
+    turn = _waiting()
+    turn.metadata["nested"] = {"list": [1, {"deep": True}]}
+    before = turn.model_dump_json(by_alias=True)
+
+    # WHEN it is copied and every mutable part of the copy is changed
+    copied = turn.deep_copy()
+    assert copied == turn and copied.model_dump_json(by_alias=True) == before
+    copied.metadata["nested"]["list"][1]["deep"] = False
+    copied.suspensions[1].metadata["schema"]["properties"]["city"]["type"] = "number"
+    copied.suspensions[0].metadata["arguments"]["amount"] = 6
+    copied.pending_tool_calls[0].arguments["amount"] = 7
+    copied.cards[0].status = copied.cards[1].status
+    copied.tool_state("a1").form_requested = True
+
+    # THEN the original is exactly as it was
+    assert turn.model_dump_json(by_alias=True) == before

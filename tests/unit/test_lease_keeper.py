@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from tests.unit.conftest import Parts
 
 from agentturn import Agent, ScriptedChatModel
+from agentturn.lease_keeper import LeaseKeeper
 from agentturn.turn_run import LeaseGone
 
 
@@ -68,3 +71,28 @@ def test_a_step_keeps_the_lease_it_held(parts: Parts) -> None:
 
     # THEN the run still holds its lease afterwards
     assert run.lease is not None and held is not None and run.lease.lease_id == held.lease_id
+
+
+def heartbeat_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "agentturn-heartbeat" and t.is_alive()]
+
+
+def test_the_steps_of_consecutive_runs_share_one_heartbeat_thread(parts: Parts) -> None:
+    # GIVEN no heartbeat thread on this clock yet, and a second keeper on it (the handlers make a Runner per
+    # request)
+    before = set(heartbeat_threads())
+    keepers = [parts.leases, LeaseKeeper(parts.store, parts.clock, parts.lease_seconds, parts.clock.wait)]
+
+    # WHEN two runs, one under each keeper, each take two short steps, one after the other
+    for keeper in keepers:
+        run = parts.new_run(an_agent())
+        for _ in range(2):
+            with keeper.heartbeat(run):
+                pass
+        assert run.heartbeat is not None
+        run.heartbeat.close()
+
+    # THEN one thread was started for all four steps, and no step renewed the lease (none lasted a beat)
+    started = set(heartbeat_threads()) - before
+    assert len(started) == 1
+    assert run.heartbeat.renewals == 0

@@ -76,3 +76,20 @@ def test_listeners_are_read_when_an_event_is_emitted_not_when_the_sequencer_is_m
     # THEN the current listeners get it
     assert [e.type for e in after] == [EventType.TURN_STARTED]
     assert before == []
+
+
+def test_events_nobody_listens_to_still_use_up_their_numbers() -> None:
+    # GIVEN a sequencer whose runner has no listeners yet
+    listeners: list[Listener] = []
+    sequencer = EventSequencer(lambda: listeners)
+    turn = a_turn()
+
+    # WHEN two events are emitted unheard, then a listener is added and a third is emitted
+    sequencer.emit(turn, EventType.TURN_STARTED)
+    sequencer.emit(turn, EventType.STEP_STARTED)
+    seen: list[Event] = []
+    listeners.append(seen.append)
+    sequencer.emit(turn, EventType.STEP_COMPLETED, kind="MODEL")
+
+    # THEN the listener gets the third event numbered after the two it did not hear, with its data
+    assert [(e.type, e.sequence, dict(e.data)) for e in seen] == [(EventType.STEP_COMPLETED, 3, {"kind": "MODEL"})]
