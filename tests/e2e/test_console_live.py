@@ -32,6 +32,8 @@ def test_streamed_text_appears_as_it_arrives_then_the_saved_reply(page: Any, art
     assert SLOW_ANSWER.startswith(partial)
     assert len(partial) < len(SLOW_ANSWER), "the text arrived all at once"
     expect(page.get_by_test_id("live-phase")).to_have_text("thinking…")
+    # AND the status line says the same, not "queued"
+    expect(page.locator("#turn-status")).to_have_text("The agent is thinking…")
     page.screenshot(path=str(artifacts / "live-streaming.png"), full_page=True)
     # AND then the saved reply takes the preview's place
     expect(page.get_by_test_id("ai-message")).to_contain_text(SLOW_ANSWER[-40:])

@@ -358,11 +358,30 @@ function onLive(message) {
   if (message.conversationId !== state.conversationId) return;
   if (message.type === "delta") live.view.delta(message);
   else if (message.type === "status") live.view.status(message);
+  if (message.type === "delta" || message.type === "status") livePhaseLine(message);
   else if (message.type === "timeline") {
     const after = live.view.saved(message);
     live.refreshOnce().then(after);
   }
   if (timeline.streaming) $("activity").hidden = true;
+}
+
+// While a turn runs, the status line follows what the channel says it is doing (the turn view it was drawn
+// from may be older: the run request has not answered yet, or the last poll saw the turn queued).
+const PHASE_TEXT = {
+  queued: STATUS_TEXT.READY,
+  thinking: "The agent is thinking…",
+  running: "The agent is using a tool…",
+};
+
+function livePhaseLine(message) {
+  const line = $("turn-status");
+  if (state.cancelling || (line.dataset.status && !RUNNABLE.has(line.dataset.status))) return;
+  const phase = message.type === "delta" ? "thinking" : message.phase;
+  const text = PHASE_TEXT[phase];
+  if (!text) return;
+  line.textContent = text;
+  line.dataset.phase = phase;
 }
 
 function onLiveState(channelState) {
