@@ -92,7 +92,7 @@ class TurnDriver:
                 if not run.turn.is_due(self._clock()):
                     # In the backoff of a failed attempt: the caller hands it on with the remaining delay.
                     break
-                if run.should_yield is not None and run.should_yield():
+                if run.should_yield is not None and not run.unsaved and run.should_yield():
                     break
                 self._leases.renew(run)
                 if run.turn.phase is TurnPhase.TOOLS and run.turn.pending_tool_calls:
@@ -100,6 +100,9 @@ class TurnDriver:
                 else:
                     run.turn.phase = TurnPhase.MODEL
                     self._model_step(run)
+            # Stopped after a save (the loop breaks only between steps): the turn is as saved, so what that
+            # save left to project is projected now. Not after an error: the turn may then hold unsaved work.
+            self._writer.settle_projection(run)
         except (LeaseGone, VersionConflictError):
             # Someone else wrote the turn since this process read it: keep nothing computed since.
             return self._store.load(run.turn.id)

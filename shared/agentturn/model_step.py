@@ -5,13 +5,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from agentturn.agent import Agent
 from agentturn.call_ids import unique_call_ids
 from agentturn.chat import ChatModel, ChatRequest, can_stream, collect
 from agentturn.errors import ModelError
 from agentturn.events import EventType
+from agentturn.forms import REQUEST_USER_INPUT
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
-from agentturn.messages import AiMessage, ModelMessage, UserMessage
+from agentturn.messages import AiMessage, ModelMessage, ToolCall, UserMessage
 from agentturn.projection import stamp
 from agentturn.registry import AgentRegistry
 from agentturn.retry import RetryPolicy
@@ -70,7 +72,14 @@ class ModelStep:
         if reply.tool_calls:
             turn.pending_tool_calls = list(reply.tool_calls)
             turn.phase = TurnPhase.TOOLS
-            self._writer.save(run)
+            if _acts_on_nothing(agent, reply.tool_calls[0]):
+                # The tool step's next save carries this reply: nothing acts on the world before it (the call
+                # asks for a form, or names no tool of the agent), so a crash before it only asks the model again.
+                run.unsaved = True
+            else:
+                # Saved before a tool can act on the world: its call (and idempotency key) must survive a crash.
+                # The timeline gets the reply with the tool's result, in one batch (see TurnWriter.save).
+                self._writer.save(run, project_later=True)
             self._events.emit(run.turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
             return
         turn.final_output = reply.content
@@ -136,3 +145,9 @@ class ModelStep:
             return
         at_least = exc.retry_after if isinstance(exc, ModelError) else None
         self._writer.retry_later(run, "model_error", message, at_least=at_least, exhausted="model_retries_exhausted")
+
+
+def _acts_on_nothing(agent: Agent, call: ToolCall) -> bool:
+    """Whether the tool step settles ``call`` without running anything of the agent's (the control tool asks
+    for a form; an unknown tool gets an error result) and saves before it moves on to another call."""
+    return call.name not in agent.tools or (call.name == REQUEST_USER_INPUT and agent.user_input_tool is not None)

@@ -38,16 +38,41 @@ def stamp(turn: Turn, message: ModelMessage) -> ModelMessage:
     )
 
 
-def _sync_card(memory: ChatMemory, card: CardMessage, known_version: int) -> None:
-    if known_version == 0 and card.version > 1:
-        # A card that has changed since it was made was almost surely appended already: the mark of a
-        # blocked turn is one save behind (the card is projected after the save that suspended the turn,
-        # and nothing saves again until the answer). Trying the previous version first makes an answer
-        # one conditional write instead of a failed append, a read and a write; the CAS checks the guess.
-        known_version = card.version - 1
-    elif known_version == 0 and memory.append(card):
-        return
-    if known_version and memory.update_message(card, expected_version=known_version):
+def _made_after(turn: Turn, card: CardMessage) -> int:
+    """How many of the turn's messages existed when ``card`` was made: those up to the AI message that made
+    its call (0 when no message made it)."""
+    for index, message in enumerate(turn.messages):
+        if message.type == "ai" and any(call.id == card.action_id for call in message.tool_calls):
+            return index + 1
+    return 0
+
+
+def _confirm_previous(memory: ChatMemory, turn: Turn, card: CardMessage) -> bool:
+    """A card that has changed since it was made was almost surely appended already: the mark of a blocked
+    turn is one save behind (the card is projected after the save that suspended the turn, and nothing saves
+    again until the answer). Trying the previous version first makes an answer one conditional write instead of
+    a failed append, a read and a write; the CAS checks the guess.
+
+    When it holds, the timeline also holds the messages up to the one that made the card's call: every
+    projection appends a turn's messages before its cards (:func:`project`), and those messages never change
+    once saved. So the mark advances over them too, and they are not written again.
+    """
+    if not memory.update_message(card, expected_version=card.version - 1):
+        return False
+    turn.projection.messages = max(turn.projection.messages, _made_after(turn, card))
+    return True
+
+
+def _write_as_known(memory: ChatMemory, card: CardMessage, known_version: int) -> bool:
+    """Append the card if it was never written, else move it on from the version the mark knows."""
+    if known_version == 0:
+        return memory.append(card)
+    return memory.update_message(card, expected_version=known_version)
+
+
+def _sync_card(memory: ChatMemory, card: CardMessage, known_version: int, *, guessed_wrong: bool) -> None:
+    # After a wrong guess the card is neither absent nor at its previous version: only a look tells where it is.
+    if not guessed_wrong and _write_as_known(memory, card, known_version):
         return
     # The timeline is not where we thought (an earlier write landed but was not recorded, or was lost):
     # read it once and bring it to the snapshot's version.
@@ -66,7 +91,12 @@ def _sync_card(memory: ChatMemory, card: CardMessage, known_version: int) -> Non
 def is_projected(turn: Turn) -> bool:
     """Whether this process knows the timeline to hold all of ``turn`` (its marks cover everything)."""
     mark = turn.projection
-    return mark.messages == len(turn.messages) and all(mark.cards.get(c.message_id) == c.version for c in turn.cards)
+    return mark.messages == len(turn.messages) and cards_projected(turn)
+
+
+def cards_projected(turn: Turn) -> bool:
+    """Whether the timeline is known to hold every card of ``turn`` at its version."""
+    return all(turn.projection.cards.get(c.message_id) == c.version for c in turn.cards)
 
 
 def mark_projected(turn: Turn) -> None:
@@ -76,8 +106,18 @@ def mark_projected(turn: Turn) -> None:
 
 
 def project(turn: Turn, memory: ChatMemory) -> None:
-    """Bring the timeline up to ``turn``; advances ``turn.projection`` for what was written."""
+    """Bring the timeline up to ``turn``; advances ``turn.projection`` for what was written.
+
+    Messages go before cards, so that a card in the timeline vouches for the messages before its call (see
+    :func:`_confirm_previous`); only a card already there at its previous version is written first.
+    """
     mark = turn.projection
+    guessed: set[str] = set()
+    for card in turn.cards:
+        if mark.cards.get(card.message_id, 0) == 0 and card.version > 1:
+            guessed.add(card.message_id)
+            if _confirm_previous(memory, turn, card):
+                mark.cards[card.message_id] = card.version
     fresh = turn.messages[mark.messages :]
     if fresh:
         memory.append_all(fresh)
@@ -85,5 +125,6 @@ def project(turn: Turn, memory: ChatMemory) -> None:
     for card in turn.cards:
         known = mark.cards.get(card.message_id, 0)
         if card.version > known:
-            _sync_card(memory, card, known)
+            # A wrong guess: the card is not at its previous version, so it is looked up rather than appended.
+            _sync_card(memory, card, known, guessed_wrong=card.message_id in guessed)
             mark.cards[card.message_id] = card.version

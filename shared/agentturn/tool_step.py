@@ -253,7 +253,7 @@ class ToolStep:
             block(turn)
             self._blocked(run, call)
             return
-        self._writer.save(run)
+        self._writer.save(run, project_later=True)
         self._events.emit(run.turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name)
 
     def _suspend_for_form(self, run: Run, call: ToolCall, form: FormDefinition, target: InputTarget) -> None:

@@ -29,6 +29,12 @@ class Run:
     should_yield: YieldProbe | None = None
     #: renews the lease during steps; one per run, ended with it
     heartbeat: Heartbeat | None = None
+    #: the last save left its projection to the next one (see :meth:`TurnWriter.save`); the driver projects it
+    #: when the run stops without saving again
+    projection_owed: bool = False
+    #: the turn holds a model reply that the next step's save carries (see :class:`ModelStep`): the run may not
+    #: stop before that step
+    unsaved: bool = False
 
 
 def agent_of(run: Run, agents: AgentRegistry) -> Agent:

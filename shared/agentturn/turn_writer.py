@@ -10,7 +10,7 @@ from agentturn.errors import LeaseLostError, VersionConflictError
 from agentturn.events import EventType
 from agentturn.memory import ChatMemory
 from agentturn.messages import ApprovalMessage, FormMessage
-from agentturn.projection import is_projected, project
+from agentturn.projection import cards_projected, is_projected, project
 from agentturn.registry import AgentRegistry
 from agentturn.resume import cancel_cards
 from agentturn.retry import RetryPolicy
@@ -58,16 +58,36 @@ class TurnWriter:
         self._events.emit(saved, EventType.SNAPSHOT_SAVED, version=saved.version, status=saved.status.value)
         return saved
 
-    def save(self, run: Run) -> None:
-        """Write the run's turn under its lease, then project it; ``LeaseGone`` if the lease was lost."""
+    def save(self, run: Run, *, project_later: bool = False) -> None:
+        """Write the run's turn under its lease, then project it; ``LeaseGone`` if the lease was lost.
+
+        ``project_later``: a save between two steps of a turn that stays runnable here leaves its projection
+        to the run's next save (or to :meth:`settle_projection` when the run stops first), so that the new
+        messages of several steps reach the timeline in one batch. Not while a card is not known to be in the
+        timeline at its version: the snapshot forgets a card's submitted values only on the save after that
+        (:func:`forget_projected_values`), and a terminal save is the last. The snapshot is the truth and its
+        projection mark records only what the timeline is known to hold, so a crash before that next save
+        leaves the messages to whoever saves the turn next (invariant 1).
+        """
         try:
             run.turn = self.write(run.turn, lease=run.lease)
+            run.unsaved = False
         except LeaseLostError as exc:
             run.lease = None
             raise LeaseGone from exc
         if not run.turn.status.is_runnable:
             run.lease = None  # the store ended the lease with this write
+        if project_later and run.turn.status.is_runnable and cards_projected(run.turn):
+            run.projection_owed = True
+            return
+        run.projection_owed = False
         self.project(run.turn)
+
+    def settle_projection(self, run: Run) -> None:
+        """Project what the run's last save left to a next save that did not come (the run stopped)."""
+        if run.projection_owed:
+            run.projection_owed = False
+            self.project(run.turn)
 
     def project(self, turn: Turn) -> None:
         memory = self._memory(turn.conversation_id)

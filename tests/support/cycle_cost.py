@@ -57,6 +57,25 @@ TICKET_DATA: Final = {"affectedSystem": "统一登录系统", "impactScope": "AL
 
 
 @dataclass(frozen=True)
+class Script:
+    """What the person asks, of which demo agent, and what they fill in when the form comes."""
+
+    agent_id: str
+    input: str
+    data: dict[str, Any]
+
+
+#: The benchmark's cycle: a business tool asks for the form (``FormRequired``), then runs with the answer.
+SUPPORT_TICKET: Final = Script("support-agent", TICKET_INPUT, TICKET_DATA)
+#: The model asks for the form itself (``request_user_input``), then calls a business tool with the answer.
+MEETING_ROOM: Final = Script(
+    "meeting-agent",
+    "book a meeting room",
+    {"topic": "Weekly sync", "date": "2026-12-03", "startTime": "10:00", "attendees": 6},
+)
+
+
+@dataclass(frozen=True)
 class Charge:
     """Units one request consumed on one table or index (``index`` empty: the table itself)."""
 
@@ -204,14 +223,14 @@ class ProductionCycle:
         headers = {k.lower(): v for k, v in (raw.get("headers") or {}).items()}
         return HttpResponse(raw["statusCode"], headers, raw["body"], raw)
 
-    def __call__(self, conversation_id: str) -> dict[str, Any]:
+    def __call__(self, conversation_id: str, script: Script = SUPPORT_TICKET) -> dict[str, Any]:
         """One cycle; returns the final turn view the client read."""
         started = self._answer(
             self.run_api.handle(
                 http_event(
                     "http_start_turn.json",
                     path=f"/conversations/{conversation_id}/turns",
-                    body={"input": TICKET_INPUT, "agentId": "support-agent"},
+                    body={"input": script.input, "agentId": script.agent_id},
                     sub=DEFAULT_SUB,
                 ),
                 None,
@@ -224,7 +243,7 @@ class ProductionCycle:
                 http_event(
                     "http_submit_form.json",
                     path=f"/turns/{turn_id}/actions/{action_id}/submit",
-                    body={"data": TICKET_DATA},
+                    body={"data": script.data},
                     sub=DEFAULT_SUB,
                     headers={"idempotency-key": uuid.uuid4().hex},
                 ),

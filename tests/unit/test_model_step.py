@@ -9,9 +9,12 @@ from agentturn import (
     AiMessage,
     ChatRequest,
     ExecutionPolicy,
+    FormDefinition,
     ScriptedChatModel,
+    Tool,
     ToolCall,
     TurnStatus,
+    UserInputTool,
     UserMessage,
 )
 from agentturn.errors import ModelError, ModelErrorKind
@@ -27,19 +30,20 @@ def failing(kind: ModelErrorKind, *, retryable: bool) -> ScriptedChatModel:
 
 
 def test_a_reply_with_calls_moves_the_turn_to_its_tools_and_a_plain_one_completes_it(parts: Parts) -> None:
-    # GIVEN a model that calls a tool, then answers
+    # GIVEN a model that calls one of its agent's tools, then answers
     model = ScriptedChatModel(
         [AiMessage(tool_calls=[ToolCall(id="c1", name="t", arguments={})]), AiMessage(content="done")]
     )
-    run = parts.new_run(Agent("a", "x", model))
+    run = parts.new_run(Agent("a", "x", model, tools=[Tool("t", "acts", lambda arguments: "ok")]))
 
     # WHEN the model step runs once
     parts.model_step(run)
 
-    # THEN the call is pending and saved, the turn in its tool phase
+    # THEN the call is pending and saved before the tool can act, the turn in its tool phase
     assert [c.id for c in run.turn.pending_tool_calls] == ["c1"]
     assert run.turn.phase is TurnPhase.TOOLS
     assert parts.store.load(run.turn.id).pending_tool_calls[0].id == "c1"
+    assert not run.unsaved
 
     # WHEN it runs again (the call answered meanwhile)
     run.turn.pending_tool_calls = []
@@ -118,3 +122,29 @@ def test_the_history_window_never_opens_on_a_tool_result(parts: Parts) -> None:
     # THEN the model saw the window from its first user message on, not the dangling call before it
     sent = model.requests[-1].messages
     assert [m.message_id for m in sent] == ["e2", "e3"]
+
+
+def test_a_reply_that_asks_for_a_form_is_left_to_the_save_that_suspends_the_turn(parts: Parts) -> None:
+    # GIVEN a model that asks for a form through the control tool
+    form = FormDefinition("ticket", "ticket details", {"type": "object", "properties": {"title": {"type": "string"}}})
+    ask = AiMessage(tool_calls=[ToolCall(id="c1", name="request_user_input", arguments={"formKey": "ticket"})])
+    run = parts.new_run(Agent("a", "x", ScriptedChatModel([ask]), tools=[UserInputTool(forms=[form])]))
+    saved_before = parts.store.load(run.turn.id).version
+
+    # WHEN the model step runs
+    parts.model_step(run)
+
+    # THEN nothing was written (no tool of the agent acts before the tool step's save), and the run says so
+    assert parts.store.load(run.turn.id).version == saved_before
+    assert run.unsaved
+
+    # WHEN the tool step settles the call
+    parts.tool_step(run)
+
+    # THEN one save holds the reply and the wait, and the timeline holds the reply before the card
+    stored = parts.store.load(run.turn.id)
+    assert stored.status is TurnStatus.WAITING_FOR_USER
+    assert stored.version == saved_before + 1
+    assert [m.type for m in stored.messages] == ["ai"]
+    assert [m.type for m in parts.memory("c1").get_messages()] == ["ai", "agent_form"]
+    assert not run.unsaved

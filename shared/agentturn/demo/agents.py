@@ -102,8 +102,19 @@ def _last_user_text(request: ChatRequest) -> str:
     return ""
 
 
+def _answers_since_the_person_spoke(request: ChatRequest) -> int:
+    """AI messages after the last user message: call ids numbered by them stay as short in a long conversation
+    as in a fresh one (every byte of a snapshot is billed), and unique within the turn."""
+    count = 0
+    for message in reversed(request.messages):
+        if isinstance(message, UserMessage):
+            break
+        count += isinstance(message, AiMessage)
+    return count
+
+
 def _call(request: ChatRequest, name: str, arguments: dict[str, Any], content: str = "") -> AiMessage:
-    number = sum(1 for m in request.messages if isinstance(m, AiMessage)) + 1
+    number = _answers_since_the_person_spoke(request) + 1
     return AiMessage(content=content, tool_calls=[ToolCall(id=f"call-{number}", name=name, arguments=arguments)])
 
 
@@ -158,7 +169,7 @@ BATCH_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 
 def _batch(request: ChatRequest) -> AiMessage:
-    number = sum(1 for m in request.messages if isinstance(m, AiMessage)) + 1
+    number = _answers_since_the_person_spoke(request) + 1
     calls = [
         ToolCall(id=f"call-{number}-{index}", name=name, arguments=dict(arguments))
         for index, (name, arguments) in enumerate(BATCH_CALLS, start=1)
