@@ -31,6 +31,8 @@ from agentturn import (
 )
 from agentturn.messages import TimelineMessage
 from agentturn.projection import is_projected
+from agentturn.store import Lease
+from agentturn.testing import DelegatingTurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
     SUPPORT_DATA,
@@ -332,7 +334,10 @@ def test_a_stale_worker_keeps_nothing_it_computed(backend: Backend) -> None:
         chat_model=ScriptedChatModel(reply_after_tools(ai_calls(("c1", "slow", {})), final_from_last_tool)),
         tools=[Tool("slow", "", slow)],
     )
-    runner = backend.runner([agent])
+    # The first worker's process is frozen past its lease: no renewal of its heartbeat reaches the store
+    # (otherwise the heartbeat, woken by the second worker's step, may renew the lapsed lease before the
+    # second worker's claim, and the second worker would rightly find it held).
+    runner = backend.runner([agent], store=_RenewalsNeverArrive(backend.store))
     holder["runner"] = runner
     turn = runner.start(agent, "conv", "go")
 
@@ -465,3 +470,10 @@ def test_a_finished_turn_keeps_its_conversation_until_its_timeline_is_whole(back
     assert runner.repair_timeline("conv", backend.memory("conv").get_messages())
     assert backend.memory("conv").get_messages()[-1].message_id == done.messages[-1].message_id
     assert backend.memory("conv").get_active_turn() is None
+
+
+class _RenewalsNeverArrive(DelegatingTurnStore):
+    """A store that no lease renewal reaches (the renewing process is frozen): the lease keeps its expiry."""
+
+    def renew(self, lease: Lease, lease_seconds: float) -> Lease:
+        return lease
