@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.agents import HOSTILE_AGENT_ID
+from tests.e2e.canned import form_card_entry
 from tests.e2e.conftest import PageProbe, open_console, send
 
 TICKET = "create a high priority login incident ticket"
@@ -238,34 +239,8 @@ def test_each_dev_user_sees_only_their_own_conversations(page: Any) -> None:
     expect(form_card(page, "PENDING")).to_have_count(1)
 
 
-CANNED_SCHEMA = {
-    "type": "object",
-    "title": "Incident details",
-    "properties": {"affectedSystem": {"type": "string", "title": "Affected system"}},
-}
-
-
 def _card(status: str, number: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "agent_form",
-        "messageId": f"t1:input:call-{number}",
-        "turnId": "t1",
-        "actionId": f"call-{number}",
-        "formKey": f"form_{status.lower()}",
-        "description": f"a {status} card",
-        "schema": CANNED_SCHEMA,
-        "status": status,
-        "actions": [],
-        "submittedValues": None,
-        "submittedBy": None,
-        "submittedAt": None,
-        "valuesRedacted": False,
-        "declineReason": None,
-        "expiresAt": None,
-        "modelVisible": False,
-        "version": 2,
-        **extra,
-    }
+    return form_card_entry(status, number, description=f"a {status} card", **extra)
 
 
 def test_every_card_state_renders_read_only(page: Any) -> None:

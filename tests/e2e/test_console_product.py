@@ -17,6 +17,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from tests.e2e.agents import LABELLED_AGENT_ID
+from tests.e2e.canned import form_card_entry
 from tests.e2e.conftest import DevProcess, PageProbe, axe_violations, open_console, send, unique
 
 TICKET = "create a high priority login incident ticket"
@@ -503,34 +504,15 @@ def test_chinese_labels_render_with_a_cjk_font(page: Any) -> None:
     assert page.evaluate("document.fonts.check('16px \"WenQuanYi Zen Hei\"', '受影响系统')")
 
 
-CANNED_SCHEMA = {
-    "type": "object",
-    "title": "Incident details",
-    "properties": {"affectedSystem": {"type": "string", "title": "Affected system"}},
-}
-
-
 def _form(status: str, number: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "agent_form",
-        "messageId": f"t1:input:call-{number}",
-        "turnId": "t1",
-        "actionId": f"call-{number}",
-        "formKey": f"form_{status.lower()}",
-        "description": "use when ... (model-facing)",
-        "schema": CANNED_SCHEMA,
-        "status": status,
-        "actions": [],
+    filled = {
         "submittedValues": {"affectedSystem": "VPN"} if status == "SUBMITTED" else None,
         "submittedBy": "alice" if status == "SUBMITTED" else None,
         "submittedAt": "2026-12-01T09:00:00Z" if status == "SUBMITTED" else None,
-        "valuesRedacted": False,
         "declineReason": "not my team" if status == "DECLINED" else None,
         "expiresAt": "2026-12-01T10:00:00Z" if status == "EXPIRED" else None,
-        "modelVisible": False,
-        "version": 2,
-        **extra,
     }
+    return form_card_entry(status, number, description="use when ... (model-facing)", **{**filled, **extra})
 
 
 def _approval(status: str, number: int, **extra: Any) -> dict[str, Any]:
