@@ -150,13 +150,26 @@ def test_what_was_sent_shows_at_once_and_the_running_turn_shows_as_thinking(page
 
 def test_a_refused_send_keeps_the_text_and_says_why(page: Any) -> None:
     conversation = open_console(page, "support-agent")
-    # GIVEN the server refuses the start (the conversation is busy)
+    # GIVEN the server refuses the start (the conversation is busy), and its reads agree that another turn
+    # holds the conversation (else the page's next read rightly clears the notice: nothing holds it)
     page.route(
         f"**/conversations/{conversation}/turns",
         lambda route: route.fulfill(
             status=409,
             content_type="application/problem+json",
             json={"title": "Conversation busy", "activeTurnId": "t-other"},
+        ),
+    )
+
+    def held_by_another_turn(route: Any) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, json={**response.json(), "activeTurnId": "t-other"})
+
+    page.route(f"**/conversations/{conversation}/messages*", held_by_another_turn)
+    page.route(
+        "**/turns/t-other",
+        lambda route: route.fulfill(
+            json={"turnId": "t-other", "agentId": "support-agent", "status": "RUNNING", "version": 1}
         ),
     )
     send(page, "hello there")
