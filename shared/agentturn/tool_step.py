@@ -285,11 +285,7 @@ class ToolStep:
         self._events.emit(
             turn,
             EventType.TURN_SUSPENDED,
-            type=first.type.value,
-            actionId=first.correlation_id,
-            formKey=first.metadata.get("formKey"),
-            toolName=first.metadata.get("toolName"),
-            expiresAt=first.expires_at,
+            **_action_summary(first),
             actionIds=[s.correlation_id for s in turn.suspensions],
             actions=[_action_summary(s) for s in turn.suspensions],
         )

@@ -196,28 +196,37 @@ def test_declined_form_is_read_only_and_the_model_is_told(page: Any, dev_server:
     expect(page.get_by_test_id("ai-message").filter(has_text="I could not get the form")).to_have_count(1)
 
 
-def test_a_retried_submission_reuses_its_idempotency_key(page: Any) -> None:
+def _submit_ticket_losing_the_first_attempt(page: Any, *, server_acts: bool) -> list[str]:
+    """Fill in and submit the ticket form once, with the first submission lost on the network (after the
+    server acted on it, or before it reached the server); the idempotency key of every attempt sent."""
     open_console(page, "support-agent")
     send(page, TICKET)
     card = form_card(page, "PENDING")
     expect(card).to_have_count(1)
     keys: list[str] = []
 
-    def lose_the_first_answer(route: Any) -> None:
+    def lose_the_first(route: Any) -> None:
         keys.append(route.request.headers["idempotency-key"])
-        if len(keys) == 1:
-            # The server acts, but its answer is lost on the way back: only a retry tells the outcome.
-            route.fetch()
-            route.abort("connectionreset")
-        else:
+        if len(keys) > 1:
             route.continue_()
+            return
+        if server_acts:
+            route.fetch()
+        route.abort("connectionreset")
 
-    page.route("**/actions/*/submit", lose_the_first_answer)
+    page.route("**/actions/*/submit", lose_the_first)
     card.get_by_label(re.compile(r"Affected system")).fill("VPN")
     card.get_by_label(re.compile(r"Impact scope")).select_option(label="单个用户 (One user)")
     card.get_by_role("button", name="Submit").click()
     expect(form_card(page, "SUBMITTED")).to_have_count(1)
     expect(page.get_by_test_id("ai-message").filter(has_text="Ticket TICKET-")).to_have_count(1)
+    return keys
+
+
+def test_a_retried_submission_reuses_its_idempotency_key(page: Any) -> None:
+    # GIVEN a form whose first submission the server acts on, but whose answer is lost on the way back
+    # WHEN the person submits once
+    keys = _submit_ticket_losing_the_first_attempt(page, server_acts=True)
     # THEN every attempt named the same key (the retry, unless the live timeline or a poll told the page the
     # outcome first: the server acted on the first attempt), and the ticket was made once
     assert 1 <= len(keys) <= 2
@@ -228,27 +237,9 @@ def test_a_retried_submission_reuses_its_idempotency_key(page: Any) -> None:
 
 def test_a_submission_whose_request_was_lost_is_retried_with_the_same_key(page: Any) -> None:
     # GIVEN a form, and a network that drops the first submission before it reaches the server
-    open_console(page, "support-agent")
-    send(page, TICKET)
-    card = form_card(page, "PENDING")
-    expect(card).to_have_count(1)
-    keys: list[str] = []
-
-    def drop_the_first_request(route: Any) -> None:
-        keys.append(route.request.headers["idempotency-key"])
-        if len(keys) == 1:
-            route.abort("connectionreset")
-        else:
-            route.continue_()
-
-    page.route("**/actions/*/submit", drop_the_first_request)
     # WHEN the person submits once
-    card.get_by_label(re.compile(r"Affected system")).fill("VPN")
-    card.get_by_label(re.compile(r"Impact scope")).select_option(label="单个用户 (One user)")
-    card.get_by_role("button", name="Submit").click()
+    keys = _submit_ticket_losing_the_first_attempt(page, server_acts=False)
     # THEN the page retried (nothing else could tell it the outcome) with the same key, and the turn went on
-    expect(form_card(page, "SUBMITTED")).to_have_count(1)
-    expect(page.get_by_test_id("ai-message").filter(has_text="Ticket TICKET-")).to_have_count(1)
     assert len(keys) == 2
     assert keys[0] == keys[1]
 

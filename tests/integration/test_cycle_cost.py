@@ -98,8 +98,7 @@ def test_a_fresh_conversation_cycle_stays_within_the_request_and_write_unit_targ
     # conversations list's entry, put by the conversation's first turn start
     turn_writes = [r for r in tally.requests if r.table == cycle.services.store.table_name and r.write_units]  # type: ignore[attr-defined]
     assert max(c.write_units for r in turn_writes for c in r.charges if not c.index) <= 3
-    index_writes = [(c.index, c.write_units) for r in tally.requests for c in r.charges if c.index and c.write_units]
-    assert sorted(index_writes) == [("byOwner", 1.0)] + [("runnable", 1.0)] * 4
+    assert _index_units(tally) == [("byOwner", 1.0)] + [("runnable", 1.0)] * 4
 
 
 def test_a_cycle_after_a_hundred_earlier_ones_costs_what_a_fresh_one_costs(cycle: ProductionCycle) -> None:
