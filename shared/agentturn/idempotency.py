@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from agentturn.commands import ResumeCommand
 from agentturn.errors import IdempotencyConflictError
 from agentturn.state import MAX_ACCEPTED_REQUESTS, AcceptedRequest, Turn
+
+#: Hex digits of a request's fingerprint a snapshot keeps: 128 bits tell two answers apart as surely as 256,
+#: and the other 32 digits were billed on every later write of the turn. (Older snapshots keep all 64.)
+KEPT_DIGITS: Final = 32
+
+
+def _same_request(kept: str, fingerprint: str) -> bool:
+    return len(kept) >= KEPT_DIGITS and fingerprint.startswith(kept)
 
 
 def is_replay(turn: Turn, command: ResumeCommand) -> bool:
@@ -13,7 +23,7 @@ def is_replay(turn: Turn, command: ResumeCommand) -> bool:
     accepted = turn.accepted_requests.get(request_id) if request_id else None
     if accepted is None or request_id is None:
         return False
-    if accepted.fingerprint != command.fingerprint():
+    if not _same_request(accepted.fingerprint, command.fingerprint()):
         raise IdempotencyConflictError(turn.id, request_id)
     return True
 
@@ -27,7 +37,10 @@ def remember_request(turn: Turn, command: ResumeCommand, now_iso: str) -> None:
     if request_id is None:
         return
     turn.accepted_requests[request_id] = AcceptedRequest(
-        fingerprint=command.fingerprint(), action_id=command.action_id, version=turn.version + 1, accepted_at=now_iso
+        fingerprint=command.fingerprint()[:KEPT_DIGITS],
+        action_id=command.action_id,
+        version=turn.version + 1,
+        accepted_at=now_iso,
     )
     while len(turn.accepted_requests) > MAX_ACCEPTED_REQUESTS:
         turn.accepted_requests.pop(next(iter(turn.accepted_requests)))

@@ -14,11 +14,11 @@ from agentturn.forms import REQUEST_USER_INPUT
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
 from agentturn.messages import AiMessage, ModelMessage, ToolCall, UserMessage
-from agentturn.projection import stamp
 from agentturn.registry import AgentRegistry
 from agentturn.retry import RetryPolicy
 from agentturn.sequencer import EventSequencer
 from agentturn.state import Turn, TurnPhase, TurnStatus
+from agentturn.timeline_identity import stamp
 from agentturn.turn_run import LeaseGone, Run, agent_of
 from agentturn.turn_writer import TurnWriter
 

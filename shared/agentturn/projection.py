@@ -8,34 +8,8 @@ write) is repaired by the next one: ``turn.projection`` records only what is kno
 from __future__ import annotations
 
 from agentturn.memory import ChatMemory
-from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage
+from agentturn.messages import ApprovalMessage, CardMessage, FormMessage
 from agentturn.state import Turn
-
-
-def message_sort_key(turn: Turn, index: int) -> str:
-    return f"{turn.timeline_prefix}#{index:05d}"
-
-
-def card_sort_key(turn: Turn, call_id: str) -> str:
-    """Right after the AI message that made the call, before whatever came next."""
-    for index, message in enumerate(turn.messages):
-        if message.type == "ai":
-            for position, call in enumerate(message.tool_calls):
-                if call.id == call_id:
-                    return f"{message_sort_key(turn, index)}.{position:02d}"
-    return f"{message_sort_key(turn, len(turn.messages))}.00"
-
-
-def stamp(turn: Turn, message: ModelMessage) -> ModelMessage:
-    """Give a new message of the turn its timeline identity (id, turn, position)."""
-    index = len(turn.messages)
-    return message.model_copy(
-        update={
-            "message_id": f"{turn.id}:m:{index:05d}",
-            "turn_id": turn.id,
-            "sort_key": message_sort_key(turn, index),
-        }
-    )
 
 
 def _made_after(turn: Turn, card: CardMessage) -> int:

@@ -16,9 +16,9 @@ from agentturn.messages import (
     ToolMessage,
     UserMessage,
 )
-from agentturn.projection import stamp
 from agentturn.state import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus
 from agentturn.suspend import next_runnable_call
+from agentturn.timeline_identity import stamp
 from agentturn.tool_results import (
     Unanswered,
     rejected,

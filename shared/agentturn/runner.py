@@ -28,7 +28,6 @@ from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory, ChatMemoryProvider
 from agentturn.messages import TimelineMessage, UserMessage, form_message_id
 from agentturn.model_step import ModelStep
-from agentturn.projection import stamp
 from agentturn.registry import AgentRegistry, AgentResolver
 from agentturn.resume import apply_resume
 from agentturn.retry import RetryPolicy
@@ -37,6 +36,7 @@ from agentturn.settle import Settler
 from agentturn.state import Suspension, Turn
 from agentturn.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.suspend import suspend_for_text
+from agentturn.timeline_identity import stamp
 from agentturn.timeline_repair import repair_timeline
 from agentturn.tool_step import ToolStep
 from agentturn.turn_run import Run, YieldProbe

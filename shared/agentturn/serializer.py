@@ -11,6 +11,9 @@ from typing import Final, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
+from agentturn.state import SCHEMA_VERSION, Turn
+from agentturn.timeline_identity import implied_identity, restore_identity
+
 T = TypeVar("T")
 
 
@@ -27,13 +30,24 @@ class Serializer(Protocol):
 
 
 class JsonSerializer:
-    """The wire JSON of DESIGN.md (field aliases), as every store has always written it."""
+    """The wire JSON of DESIGN.md (field aliases). A turn snapshot leaves out the timeline identity of its
+    messages and cards, which the turn implies (:mod:`agentturn.timeline_identity`; ``schemaVersion`` 3)."""
 
     def dumps(self, value: BaseModel) -> str:
-        return value.model_dump_json(by_alias=True)
+        if not isinstance(value, Turn):
+            return value.model_dump_json(by_alias=True)
+        exclude = implied_identity(value)
+        if exclude and value.schema_version < SCHEMA_VERSION:
+            # A loaded older snapshot is written back in this version's shape: no older reader may take the
+            # ids it leaves out for empty ones.
+            value = value.model_copy(update={"schema_version": SCHEMA_VERSION})
+        return value.model_dump_json(by_alias=True, exclude=exclude)
 
     def loads(self, text: str, schema: TypeAdapter[T]) -> T:
-        return schema.validate_json(text)
+        value = schema.validate_json(text)
+        if isinstance(value, Turn):
+            restore_identity(value)
+        return value
 
 
 #: The default serializer of every store.

@@ -22,7 +22,8 @@ from agentturn.messages import (
 
 #: Bumped whenever the stored shape of Turn changes incompatibly; loaders refuse versions they do not know.
 #: 2: ``suspensions`` (every pending decision) replaced the single ``suspension``; version 1 still loads.
-SCHEMA_VERSION = 2
+#: 3: messages and cards may leave out the timeline identity their turn implies (agentturn.timeline_identity).
+SCHEMA_VERSION = 3
 
 
 class TurnStatus(StrEnum):

@@ -18,8 +18,8 @@ from agentturn.agent import ExecutionPolicy, ToolApprovalDecision
 from agentturn.errors import InvalidResumeError, RefusalReason
 from agentturn.forms import FormDefinition
 from agentturn.messages import ApprovalMessage, FormMessage, ToolCall, approval_message_id, form_message_id
-from agentturn.projection import card_sort_key
 from agentturn.state import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus, arguments_fingerprint
+from agentturn.timeline_identity import card_sort_key
 
 #: Who asked for the form: the model (through the control tool) or a business tool (``FormRequired``).
 InputTarget = Literal["MODEL", "TOOL"]

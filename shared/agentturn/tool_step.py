@@ -27,7 +27,6 @@ from agentturn.events import EventType
 from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.messages import ToolCall, ToolMessage, form_message_id
-from agentturn.projection import stamp
 from agentturn.registry import AgentRegistry
 from agentturn.sequencer import EventSequencer
 from agentturn.state import Suspension, Turn, TurnPhase, TurnStatus
@@ -40,6 +39,7 @@ from agentturn.suspend import (
     park_for_approval,
     park_for_form,
 )
+from agentturn.timeline_identity import stamp
 from agentturn.tools import Tool, ToolContext, tool_context
 from agentturn.turn_run import LeaseGone, Run, agent_of, policy_of
 from agentturn.turn_writer import TurnWriter, redact_card

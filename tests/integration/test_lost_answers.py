@@ -21,7 +21,7 @@ from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import demo_agents
 from agentturn.errors import StorageUnavailableError
 from agentturn.messages import FormMessage
-from agentturn.projection import stamp
+from agentturn.timeline_identity import stamp
 from tests.contract.aws_adapters import (
     AwsSession,
     aws_session,

@@ -7,7 +7,7 @@ import pytest
 from agentturn import InMemoryChatMemory, InMemoryTurnStore, Turn, TurnStatus, UserMessage
 from agentturn.conversation_lock import ConversationLock, holds, stored_status
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
-from agentturn.projection import stamp
+from agentturn.timeline_identity import stamp
 
 
 def stored(store: InMemoryTurnStore, turn_id: str, status: TurnStatus = TurnStatus.READY) -> Turn:

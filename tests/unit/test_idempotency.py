@@ -6,7 +6,7 @@ import pytest
 
 from agentturn import ResumeCommand, Turn
 from agentturn.errors import IdempotencyConflictError
-from agentturn.idempotency import is_replay, remember_request
+from agentturn.idempotency import KEPT_DIGITS, is_replay, remember_request
 from agentturn.state import MAX_ACCEPTED_REQUESTS
 
 
@@ -60,3 +60,39 @@ def test_only_the_most_recent_requests_are_kept() -> None:
     assert len(turn.accepted_requests) == MAX_ACCEPTED_REQUESTS
     assert "r0" not in turn.accepted_requests
     assert turn.accepted_requests[f"r{MAX_ACCEPTED_REQUESTS}"].version == turn.version + 1
+
+
+def test_a_turn_keeps_half_of_the_fingerprint_and_still_tells_requests_apart() -> None:
+    # GIVEN a turn that accepted r1
+    turn = a_turn()
+    remember_request(turn, submit("r1", "Oslo"), "2026-01-01T00:00:00Z")
+
+    # THEN it keeps 128 bits of the request's fingerprint (every kept byte is billed on each later write)
+    assert turn.accepted_requests["r1"].fingerprint == submit("r1").fingerprint()[:KEPT_DIGITS]
+    # AND the same request is a replay while another body under the same id is refused
+    assert is_replay(turn, submit("r1", "Oslo"))
+    with pytest.raises(IdempotencyConflictError):
+        is_replay(turn, submit("r1", "Bergen"))
+
+
+def test_a_whole_fingerprint_kept_by_an_older_snapshot_still_answers_its_retry() -> None:
+    # GIVEN a snapshot written before fingerprints were shortened: it keeps all 64 digits
+    turn = a_turn()
+    remember_request(turn, submit("r1", "Oslo"), "2026-01-01T00:00:00Z")
+    turn.accepted_requests["r1"].fingerprint = submit("r1", "Oslo").fingerprint()
+
+    # WHEN the request is retried THEN it is a replay, and another body is still refused
+    assert is_replay(turn, submit("r1", "Oslo"))
+    with pytest.raises(IdempotencyConflictError):
+        is_replay(turn, submit("r1", "Bergen"))
+
+
+def test_a_kept_fingerprint_too_short_to_be_ours_matches_nothing() -> None:
+    # GIVEN a snapshot whose kept fingerprint was cut below 128 bits (not one this code writes)
+    turn = a_turn()
+    remember_request(turn, submit("r1", "Oslo"), "2026-01-01T00:00:00Z")
+    turn.accepted_requests["r1"].fingerprint = submit("r1", "Oslo").fingerprint()[:8]
+
+    # WHEN the same request comes THEN it is refused rather than taken for a replay on a few bits
+    with pytest.raises(IdempotencyConflictError):
+        is_replay(turn, submit("r1", "Oslo"))

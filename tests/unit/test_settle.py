@@ -7,11 +7,11 @@ from tests.unit.conftest import Parts
 from agentturn import Agent, ExecutionPolicy, ScriptedChatModel, Suspension, ToolCall, TurnStatus
 from agentturn.agent import ToolApprovalDecision
 from agentturn.messages import AiMessage, ToolMessage
-from agentturn.projection import stamp
 from agentturn.settle import Settler
 from agentturn.state import TurnPhase
 from agentturn.store import Lease
 from agentturn.suspend import suspend_for_approval
+from agentturn.timeline_identity import stamp
 
 
 def settler(parts: Parts) -> Settler:

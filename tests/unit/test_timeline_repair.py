@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from agentturn import InMemoryChatMemory, InMemoryTurnStore, Turn, TurnStatus, UserMessage
-from agentturn.projection import project, stamp
+from agentturn.projection import project
+from agentturn.timeline_identity import stamp
 from agentturn.timeline_repair import repair_timeline
 
 

@@ -18,8 +18,8 @@ from agentturn import (
 )
 from agentturn.agent import ToolApprovalDecision
 from agentturn.forms import FormDefinition, UserInputTool
-from agentturn.projection import stamp
 from agentturn.state import TurnPhase
+from agentturn.timeline_identity import stamp
 from agentturn.turn_run import Run
 
 ADDRESS = FormDefinition("address", "Where to ship", {"type": "object", "properties": {"city": {"type": "string"}}})

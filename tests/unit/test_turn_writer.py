@@ -7,7 +7,8 @@ from tests.unit.conftest import Parts
 
 from agentturn import Agent, ScriptedChatModel, Turn, TurnStatus, UserMessage
 from agentturn.messages import FormMessage
-from agentturn.projection import mark_projected, stamp
+from agentturn.projection import mark_projected
+from agentturn.timeline_identity import stamp
 from agentturn.turn_run import LeaseGone
 from agentturn.turn_writer import forget_projected_values
 

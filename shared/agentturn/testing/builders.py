@@ -10,8 +10,8 @@ from typing import TypeVar
 
 from agentturn._clock import iso
 from agentturn.messages import AiMessage, FormMessage, FormStatus, ToolCall, UserMessage
-from agentturn.projection import stamp
 from agentturn.state import Suspension, SuspensionType, Turn, TurnStatus
+from agentturn.timeline_identity import stamp
 
 T = TypeVar("T")
 
