@@ -62,6 +62,14 @@ def test_only_the_most_recent_requests_are_kept() -> None:
     assert turn.accepted_requests[f"r{MAX_ACCEPTED_REQUESTS}"].version == turn.version + 1
 
 
+def _accepted_oslo(kept_digits: int = KEPT_DIGITS) -> Turn:
+    """A turn that accepted r1 (Oslo), keeping ``kept_digits`` of its fingerprint."""
+    turn = a_turn()
+    remember_request(turn, submit("r1", "Oslo"), "2026-01-01T00:00:00Z")
+    turn.accepted_requests["r1"].fingerprint = submit("r1", "Oslo").fingerprint()[:kept_digits]
+    return turn
+
+
 def test_a_turn_keeps_half_of_the_fingerprint_and_still_tells_requests_apart() -> None:
     # GIVEN a turn that accepted r1
     turn = a_turn()
@@ -77,9 +85,7 @@ def test_a_turn_keeps_half_of_the_fingerprint_and_still_tells_requests_apart() -
 
 def test_a_whole_fingerprint_kept_by_an_older_snapshot_still_answers_its_retry() -> None:
     # GIVEN a snapshot written before fingerprints were shortened: it keeps all 64 digits
-    turn = a_turn()
-    remember_request(turn, submit("r1", "Oslo"), "2026-01-01T00:00:00Z")
-    turn.accepted_requests["r1"].fingerprint = submit("r1", "Oslo").fingerprint()
+    turn = _accepted_oslo(64)
 
     # WHEN the request is retried THEN it is a replay, and another body is still refused
     assert is_replay(turn, submit("r1", "Oslo"))
@@ -89,9 +95,7 @@ def test_a_whole_fingerprint_kept_by_an_older_snapshot_still_answers_its_retry()
 
 def test_a_kept_fingerprint_too_short_to_be_ours_matches_nothing() -> None:
     # GIVEN a snapshot whose kept fingerprint was cut below 128 bits (not one this code writes)
-    turn = a_turn()
-    remember_request(turn, submit("r1", "Oslo"), "2026-01-01T00:00:00Z")
-    turn.accepted_requests["r1"].fingerprint = submit("r1", "Oslo").fingerprint()[:8]
+    turn = _accepted_oslo(8)
 
     # WHEN the same request comes THEN it is refused rather than taken for a replay on a few bits
     with pytest.raises(IdempotencyConflictError):
