@@ -73,7 +73,7 @@ def implied_identity(turn: Turn) -> dict[str, Any]:
 
 def restore_identity(turn: Turn) -> Turn:
     """Put back the identity a stored snapshot left out: only fields absent from the text are filled, so an
-    entry stored with an identity of its own keeps it. Messages first: a card is placed after its call.
+    entry stored with an identity of its own keeps it.
 
     ``turn`` was just read from text, so its entries belong to it alone and are filled in place (a store reads
     a snapshot several times per step: a copy of every entry on each read was a tenth of a cycle's CPU).
@@ -89,7 +89,7 @@ def restore_identity(turn: Turn) -> Turn:
 
 def _fill(entry: ModelMessage | CardMessage, implied: dict[str, str]) -> None:
     missing = IDENTITY_FIELDS - entry.model_fields_set
-    # Plain attribute writes: these models do not validate assignment, and pydantic's __setattr__ costs more
-    # than the rest of a read.
+    # Plain attribute writes: these models do not validate assignment, so pydantic's __setattr__ would only add
+    # its bookkeeping; the fields set are kept true by hand.
     entry.__dict__.update({field: implied[field] for field in missing})
     entry.model_fields_set.update(missing)
