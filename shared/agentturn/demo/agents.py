@@ -215,14 +215,15 @@ def _support_tool(ledger: TicketLedger) -> Tool:
         # The person's form wins; a real model that already asked through request_user_input may pass the
         # fields as arguments, and must not make the person fill in the same form twice.
         context = ToolContext.current()
-        details = (
-            context.submitted_form_data
-            if context.form_submitted
-            else {key: arguments[key] for key in ("affectedSystem", "impactScope") if arguments.get(key)}
-        )
-        if validate_form_data(SUPPORT_TICKET_SCHEMA, details):
-            # Before any side effect: the business rules say these two fields are needed.
-            raise FormRequired(SUPPORT_TICKET_FORM)
+        if context.form_submitted:
+            # The runtime accepted these only once they were valid under the form's frozen schema (and asking
+            # again now would fail the turn): checking them a second time could only refuse a valid answer.
+            details = context.submitted_form_data
+        else:
+            details = {key: arguments[key] for key in ("affectedSystem", "impactScope") if arguments.get(key)}
+            if validate_form_data(SUPPORT_TICKET_SCHEMA, details):
+                # Before any side effect: the business rules say these two fields are needed.
+                raise FormRequired(SUPPORT_TICKET_FORM)
         return ledger.record(
             "TICKET",
             {
