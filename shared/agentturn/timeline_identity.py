@@ -4,7 +4,7 @@ All three follow from the turn (its id, its creation time and the message's posi
 answers), so they are made here and nowhere else: :func:`stamp` gives a new message its identity,
 :func:`card_sort_key` places a card, and a stored snapshot leaves out whatever its turn implies
 (:func:`implied_identity`), which :func:`restore_identity` puts back on load. Every byte of a snapshot is
-billed on each of its writes, and these ids were a sixth of it.
+billed on each of its writes, and these ids were a quarter of its text.
 """
 
 from __future__ import annotations
