@@ -17,9 +17,9 @@ from agentturn._clock import iso
 from agentturn.agent import ExecutionPolicy, ToolApprovalDecision
 from agentturn.errors import InvalidResumeError, RefusalReason
 from agentturn.forms import FormDefinition
-from agentturn.messages import ApprovalMessage, FormMessage, ToolCall, approval_message_id, form_message_id
+from agentturn.messages import ApprovalMessage, FormMessage, ToolCall
 from agentturn.state import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus, arguments_fingerprint
-from agentturn.timeline_identity import card_sort_key
+from agentturn.timeline_identity import place
 
 #: Who asked for the form: the model (through the control tool) or a business tool (``FormRequired``).
 InputTarget = Literal["MODEL", "TOOL"]
@@ -126,30 +126,26 @@ def block(turn: Turn) -> None:
 
 def _card(turn: Turn, suspension: Suspension) -> FormMessage | ApprovalMessage:
     call_id = suspension.correlation_id
+    card: FormMessage | ApprovalMessage
     if suspension.type is SuspensionType.TOOL_APPROVAL:
-        return ApprovalMessage(
-            message_id=approval_message_id(turn.id, call_id),
-            turn_id=turn.id,
-            sort_key=card_sort_key(turn, call_id),
+        card = ApprovalMessage(
             action_id=call_id,
             tool_name=suspension.tool_name or "",
             arguments=suspension.arguments or {},
             arguments_fingerprint=suspension.arguments_fingerprint,
             message=suspension.message,
         )
-    target = suspension.input_target or "MODEL"
-    return FormMessage(
-        message_id=form_message_id(turn.id, call_id),
-        turn_id=turn.id,
-        sort_key=card_sort_key(turn, call_id),
-        action_id=call_id,
-        form_key=suspension.form_key or "",
-        description=suspension.message,
-        schema=suspension.metadata.get("schema") or {},
-        input_target=target,
-        tool_name=suspension.tool_name or "",
-        expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
-    )
+    else:
+        card = FormMessage(
+            action_id=call_id,
+            form_key=suspension.form_key or "",
+            description=suspension.message,
+            schema=suspension.metadata.get("schema") or {},
+            input_target=suspension.input_target or "MODEL",
+            tool_name=suspension.tool_name or "",
+            expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
+        )
+    return place(turn, card)
 
 
 def suspend_for_form(

@@ -2,7 +2,7 @@
 
 All three follow from the turn (its id, its creation time and the message's position, or the call a card
 answers), so they are made here and nowhere else: :func:`stamp` gives a new message its identity,
-:func:`card_sort_key` places a card, and a stored snapshot leaves out whatever its turn implies
+:func:`place` gives a new card its own, and a stored snapshot leaves out whatever its turn implies
 (:func:`implied_identity`), which :func:`restore_identity` puts back on load. Every byte of a snapshot is
 billed on each of its writes, and these ids were a quarter of its text.
 """
@@ -54,6 +54,11 @@ def stamp(turn: Turn, message: ModelMessage) -> ModelMessage:
     return message.model_copy(update=message_identity(turn, len(turn.messages)))
 
 
+def place(turn: Turn, card: CardMessage) -> CardMessage:
+    """Give a new card of the turn its timeline identity (id, turn, and a place right after its call)."""
+    return card.model_copy(update=card_identity(turn, card))
+
+
 def _identity(entry: ModelMessage | CardMessage) -> dict[str, str | None]:
     return {"message_id": entry.message_id, "turn_id": entry.turn_id, "sort_key": entry.sort_key}
 
@@ -79,16 +84,15 @@ def restore_identity(turn: Turn) -> Turn:
     a snapshot several times per step: a copy of every entry on each read was a tenth of a cycle's CPU).
     """
     for index, message in enumerate(turn.messages):
-        if IDENTITY_FIELDS - message.model_fields_set:
-            _fill(message, message_identity(turn, index))
+        if missing := IDENTITY_FIELDS - message.model_fields_set:
+            _fill(message, missing, message_identity(turn, index))
     for card in turn.cards:
-        if IDENTITY_FIELDS - card.model_fields_set:
-            _fill(card, card_identity(turn, card))
+        if missing := IDENTITY_FIELDS - card.model_fields_set:
+            _fill(card, missing, card_identity(turn, card))
     return turn
 
 
-def _fill(entry: ModelMessage | CardMessage, implied: dict[str, str]) -> None:
-    missing = IDENTITY_FIELDS - entry.model_fields_set
+def _fill(entry: ModelMessage | CardMessage, missing: frozenset[str], implied: dict[str, str]) -> None:
     # Plain attribute writes: these models do not validate assignment, so pydantic's __setattr__ would only add
     # its bookkeeping; the fields set are kept true by hand.
     entry.__dict__.update({field: implied[field] for field in missing})

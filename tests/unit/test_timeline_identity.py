@@ -10,7 +10,7 @@ from agentturn.messages import AiMessage, FormMessage, ToolCall, UserMessage
 from agentturn.serializer import JSON
 from agentturn.state import SCHEMA_VERSION, Turn
 from agentturn.testing.builders import new_turn
-from agentturn.timeline_identity import card_identity, stamp
+from agentturn.timeline_identity import place, stamp
 
 _TURN = TypeAdapter(Turn)
 
@@ -21,7 +21,7 @@ def _waiting_turn() -> Turn:
     call = ToolCall(id="call-1", name="request_user_input", arguments={"formKey": "room"})
     turn.messages.append(stamp(turn, AiMessage(content="", tool_calls=[call])))
     card = FormMessage(action_id="call-1", form_key="room", schema={"type": "object"})
-    turn.cards.append(card.model_copy(update=card_identity(turn, card)))
+    turn.cards.append(place(turn, card))
     return turn
 
 
