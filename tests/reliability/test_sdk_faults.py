@@ -241,10 +241,7 @@ class World:
         else:
             data = VALID_TICKET if self.flow == "form_tool" else MEETING
             event = Stack.submit_event(turn.id, action, {"data": data}, key, sub=SUB)
-        answer = self._retrying("submit", event)
-        assert answer is not None, f"{self.where}: the {self.flow} answer got only 5xx"
-        assert answer.status == 202, f"{self.where}: {self.flow} answered {answer.status}: {answer.body}"
-        self.accepted.append(key)
+        self._accepted(event, key, self.flow)
         self.acted = True
 
     def _answer_every_card(self, turn: Turn) -> None:
@@ -262,11 +259,15 @@ class World:
             else:
                 data = VALID_TICKET if suspension.input_target == "TOOL" else MEETING
                 event = Stack.submit_event(turn.id, action, {"data": data}, key, sub=SUB)
-            answer = self._retrying("submit", event)
-            assert answer is not None, f"{self.where}: the answer to {action} got only 5xx"
-            assert answer.status == 202, f"{self.where}: {action} answered {answer.status}: {answer.body}"
-            self.accepted.append(key)
+            self._accepted(event, key, action)
         self.acted = True
+
+    def _accepted(self, event: dict[str, Any], key: str, what: str) -> None:
+        """Send a person's answer until it is not a 5xx; it must be accepted (202), and is then counted."""
+        answer = self._retrying("submit", event)
+        assert answer is not None, f"{self.where}: the answer to {what} got only 5xx"
+        assert answer.status == 202, f"{self.where}: {what} answered {answer.status}: {answer.body}"
+        self.accepted.append(key)
 
     # ------------------------------------------------------------------ the platform
 
