@@ -38,6 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.support.lambda_process import lambda_env
+
 REPO = Path(__file__).resolve().parent.parent
 HANDLERS = ("run", "submit", "worker", "sweeper", "retention")
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)\s*$")
@@ -71,19 +73,8 @@ json.dump({"import_ms": (imported - started) * 1000, "total_ms": (answered - sta
 
 
 def _env(*, tracing: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_TRACE")}
-    env.update(
-        PYTHONPATH=os.pathsep.join((str(REPO / "shared"), str(REPO))),
-        LAMBDA_TASK_ROOT=str(REPO),
-        AWS_LAMBDA_FUNCTION_NAME="agentturn-bench",
-        POWERTOOLS_SERVICE_NAME="agentturn",
-        POWERTOOLS_METRICS_NAMESPACE="agentturn-bench",
-        POWERTOOLS_LOG_LEVEL="WARNING",
-    )
-    if not tracing:
-        env["POWERTOOLS_TRACE_DISABLED"] = "true"
-    env.update(extra or {})
-    return env
+    quiet = {"POWERTOOLS_METRICS_NAMESPACE": "agentturn-bench", "POWERTOOLS_LOG_LEVEL": "WARNING"}
+    return lambda_env(tracing=tracing, function_name="agentturn-bench", extra={**quiet, **(extra or {})})
 
 
 def importtime(module: str, *, tracing: bool = False) -> tuple[int | None, float]:

@@ -7,13 +7,13 @@ and answers one real event on the emulator, and the test looks at what that load
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Final
 
 from tests.functional.harness import Deployment, FakeLambdaContext, http_event
+from tests.support.lambda_process import lambda_env
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 
@@ -38,12 +38,7 @@ def test_a_cold_sweeper_sweeps_without_the_form_validator_the_agents_or_the_trac
     finally:
         restore()
     assert response.status == 503
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join((str(ROOT / "shared"), str(ROOT))),
-        "LAMBDA_TASK_ROOT": str(ROOT),
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }
+    env = lambda_env(tracing=False, function_name="agentturn-sweeper")
     # WHEN a fresh interpreter imports the sweeper handler and answers one scheduled event
     completed = subprocess.run(
         [sys.executable, "-c", _FIRST_SWEEP, str(ROOT / "tests" / "events" / "eventbridge_schedule.json")],

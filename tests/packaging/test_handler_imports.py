@@ -9,7 +9,6 @@ times themselves are reported by ``bench/bench_imports.py`` (``make bench``).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Final
 import pytest
 
 from agentturn.api.lambdas import tracing_enabled
+from tests.support.lambda_process import lambda_env
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 HANDLERS: Final = ("run", "submit", "worker", "sweeper", "retention")
@@ -41,31 +41,12 @@ NEVER_AT_IMPORT: Final = (
 )
 
 
-def _lambda_env(*, tracing: bool) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("POWERTOOLS_", "AWS_LAMBDA_", "LAMBDA_", "AWS_SAM_", "AWS_CHALICE_"))
-    }
-    env.update(
-        PYTHONPATH=os.pathsep.join((str(ROOT / "shared"), str(ROOT))),
-        # What the Lambda runtime sets: tracing is then on unless switched off.
-        LAMBDA_TASK_ROOT=str(ROOT),
-        AWS_LAMBDA_FUNCTION_NAME="agentturn-test",
-        AWS_REGION="us-east-1",
-        POWERTOOLS_SERVICE_NAME="agentturn",
-    )
-    if not tracing:
-        env["POWERTOOLS_TRACE_DISABLED"] = "true"
-    return env
-
-
 def _modules_after_import(module: str, *, tracing: bool) -> set[str]:
     code = f"import json, sys\nimport {module}\nprint(json.dumps(sorted(sys.modules)))"
     completed = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
-        env=_lambda_env(tracing=tracing),
+        env=lambda_env(tracing=tracing, function_name="agentturn-test"),
         capture_output=True,
         text=True,
         timeout=120,
