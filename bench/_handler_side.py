@@ -208,7 +208,8 @@ def in_memory_handler_cycle() -> HandlerCycle:
     settings = Settings.from_env({"AGENTTURN_DEFAULT_AGENT": "support-agent"})
     queue = InMemoryResumeQueue()
     shared = Services(
-        store=InMemoryTurnStore(),
+        # As the DynamoDB store runs in production: no second decode of each write to check it.
+        store=InMemoryTurnStore(check_round_trip=False),
         chat_memory=InMemoryChatMemory(),
         queue=queue,
         agents=AgentCatalog.from_spec(settings.agents, default_agent=settings.default_agent),

@@ -125,6 +125,16 @@ class SnapshotUnreadableError(AgentTurnError, ValueError):
         self.error_type = error_type
 
 
+class SnapshotRoundTripError(AgentTurnError):
+    """A turn's snapshot text does not read back as the turn (a serializer that loses or changes something):
+    the write is refused before anything is stored. Raised by stores built with ``check_round_trip``."""
+
+    def __init__(self, turn_id: str, field: str) -> None:
+        super().__init__(f"the snapshot of turn {turn_id!r} does not read back as written: {field!r} differs")
+        self.turn_id = turn_id
+        self.field = field
+
+
 class RefusalReason(StrEnum):
     """Why a resume command was refused. A ``str`` enum: ``reason == "turn_terminal"`` keeps working, and
     the HTTP layer maps the member, never the text of a message."""

@@ -11,7 +11,13 @@ from typing import Final, Protocol, runtime_checkable
 from pydantic import TypeAdapter, ValidationError
 
 from agentturn._clock import Clock
-from agentturn.errors import LeaseLostError, SnapshotUnreadableError, TurnNotFoundError, VersionConflictError
+from agentturn.errors import (
+    LeaseLostError,
+    SnapshotRoundTripError,
+    SnapshotUnreadableError,
+    TurnNotFoundError,
+    VersionConflictError,
+)
 from agentturn.serializer import JSON, Serializer
 from agentturn.state import SCHEMA_VERSION, Turn, TurnStatus
 
@@ -142,6 +148,32 @@ def new_lease_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def as_written(turn: Turn, *, version: int, cancel_requested: bool) -> Turn:
+    """``turn`` as a store writes it and hands it back: at ``version``, with the stored cancel flag, in this
+    code's schema version (a loaded older snapshot is written back in the current shape).
+
+    A store returns this copy instead of decoding the text it wrote once more: the serializer's round trip is
+    exact, which a store built with ``check_round_trip`` proves on every write (the in-memory store by
+    default, so every test that runs a turn checks it), and decoding again was a sixth of a form cycle's CPU.
+    The copy is shallow: its caller replaces the turn it saved with it and keeps no use of the old one.
+    """
+    # A turn of a newer schema (code from the future) is refused before anything is written: its shape is not
+    # this code's to write back.
+    check_schema_version(turn)
+    update = {"version": version, "cancel_requested": cancel_requested, "schema_version": SCHEMA_VERSION}
+    return turn.model_copy(update=update)
+
+
+def check_round_trip(turn: Turn, text: str, serializer: Serializer) -> None:
+    """Refuse a write whose ``text`` does not read back as ``turn`` (``SnapshotRoundTripError``), before it is
+    stored: what a turn holds in memory is what a reload after a crash would see."""
+    read = serializer.loads(text, _TURN)
+    if read == turn:
+        return
+    differing = next((name for name in Turn.model_fields if getattr(read, name) != getattr(turn, name)), "?")
+    raise SnapshotRoundTripError(turn.id, differing)
+
+
 def check_schema_version(turn: Turn) -> Turn:
     if turn.schema_version > SCHEMA_VERSION:
         raise ValueError(
@@ -171,18 +203,28 @@ class _Record:
 class InMemoryTurnStore:
     """A thread-safe TurnStore for tests and single-process use.
 
-    Snapshots are kept as text made by ``serializer`` (JSON by default), as a real store keeps them, so
-    nothing that would not survive serialisation survives here.
+    Snapshots are kept as text made by ``serializer`` (JSON by default), as a real store keeps them, and with
+    ``check_round_trip`` (the default) every write first checks that its text reads back as the turn it
+    returns, so nothing that would not survive serialisation goes unnoticed here.
     """
 
-    def __init__(self, clock: Clock = time.time, *, serializer: Serializer = JSON) -> None:
+    def __init__(
+        self, clock: Clock = time.time, *, serializer: Serializer = JSON, check_round_trip: bool = True
+    ) -> None:
         self._clock = clock
         self._serializer = serializer
+        self._check_round_trip = check_round_trip
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}
 
     def _live(self, lease: Lease | None) -> bool:
         return lease is not None and lease.expires_at > self._clock()
+
+    def _encode(self, turn: Turn) -> str:
+        text = self._serializer.dumps(turn)
+        if self._check_round_trip:
+            check_round_trip(turn, text, self._serializer)
+        return text
 
     def _decode(self, turn_id: str, record: _Record) -> Turn:
         try:
@@ -208,9 +250,9 @@ class InMemoryTurnStore:
             if turn.id in self._records:
                 existing = self._records[turn.id]
                 raise VersionConflictError(turn.id, None, existing.version)
-            stored = turn.model_copy(update={"version": 1})
+            stored = as_written(turn, version=1, cancel_requested=turn.cancel_requested)
             self._records[turn.id] = _Record(
-                body=self._serializer.dumps(stored),
+                body=self._encode(stored),
                 version=1,
                 status=stored.status,
                 updated_at=self._clock(),
@@ -219,7 +261,7 @@ class InMemoryTurnStore:
                 lease=replace(lease, turn=None) if lease is not None else None,
                 wait_expires_at=wait_deadline(stored),
             )
-            return self._decode(turn.id, self._records[turn.id])
+            return stored
 
     def load(self, turn_id: str) -> Turn:
         with self._lock:
@@ -242,8 +284,8 @@ class InMemoryTurnStore:
             version = expected_version + 1
             # The flag is monotonic: the stored turn carries it even when this writer had not seen it.
             cancel = record.cancel_requested or turn.cancel_requested
-            stored = turn.model_copy(update={"version": version, "cancel_requested": cancel})
-            record.body = self._serializer.dumps(stored)
+            stored = as_written(turn, version=version, cancel_requested=cancel)
+            record.body = self._encode(stored)
             record.version = version
             record.status = stored.status
             record.updated_at = self._clock()
@@ -252,7 +294,7 @@ class InMemoryTurnStore:
             if not stored.status.is_runnable:
                 # A blocked or finished turn has nothing left to run: its lease ends with this write.
                 record.lease = None
-            return self._decode(turn.id, record)
+            return stored
 
     def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
         with self._lock:

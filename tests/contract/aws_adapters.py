@@ -81,7 +81,14 @@ class AwsSession:
         return name
 
     def turn_store(self, table: str, clock: FakeClock, **overrides: Any) -> DynamoDBTurnStore:
-        options: dict[str, Any] = {"client": self.dynamodb, "s3_client": self.s3, "bucket": self.bucket, "clock": clock}
+        options: dict[str, Any] = {
+            "client": self.dynamodb,
+            "s3_client": self.s3,
+            "bucket": self.bucket,
+            "clock": clock,
+            # Every write of the conformance suite checks that its text reads back as the turn it returns.
+            "check_round_trip": True,
+        }
         options.update(overrides)
         return DynamoDBTurnStore(table, **options)
 

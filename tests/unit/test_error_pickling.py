@@ -29,6 +29,7 @@ EXAMPLES: list[BaseException] = [
     errors.SnapshotUnreadableError(
         "t-1", "zlib.error: bad", status="RUNNING", version=4, conversation_id="c", attempts=2, not_before=9.5
     ),
+    errors.SnapshotRoundTripError("t-1", "tool_states"),
     errors.InvalidResumeError("turn 't' is COMPLETED", reason="turn_terminal"),
     errors.FormValidationError([{"path": "/amount", "message": "must be a number"}]),
     errors.ConversationBusyError("c-1", "t-2"),

@@ -66,8 +66,9 @@ def test_turn_round_trips_through_json_with_a_schema_version() -> None:
     assert Turn.model_validate(wire) == turn
 
 
-def test_a_snapshot_from_a_newer_schema_is_refused() -> None:
-    # GIVEN a snapshot written by a newer release WHEN this code reads it THEN it refuses instead of guessing
+def test_a_turn_of_a_newer_schema_is_refused() -> None:
+    # GIVEN a turn of a newer release's schema WHEN this code is asked to store it THEN it refuses instead of
+    # writing a shape it does not know as its own
     store = InMemoryTurnStore()
     newer = Turn(id="t", conversation_id="c", agent_id="a", agent_version="1", schema_version=SCHEMA_VERSION + 1)
     with pytest.raises(ValueError, match=f"schemaVersion {SCHEMA_VERSION + 1}"):

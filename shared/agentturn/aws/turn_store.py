@@ -90,6 +90,8 @@ from agentturn.store import (
     SNAPSHOT_UNREADABLE,
     Lease,
     RunnableTurn,
+    as_written,
+    check_round_trip,
     check_schema_version,
     new_lease_id,
     wait_deadline,
@@ -216,6 +218,7 @@ class DynamoDBTurnStore:
         terminal_ttl_seconds: float | None = None,
         key_prefix: str = "turns/",
         serializer: Serializer = JSON,
+        check_round_trip: bool = False,
     ) -> None:
         if runnable_shards < 1:
             raise ValueError(f"runnable_shards must be at least 1, not {runnable_shards!r}")
@@ -231,6 +234,8 @@ class DynamoDBTurnStore:
             blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
         )
         self.serializer = serializer
+        # Off in production (a second decode of every write); the conformance suite turns it on.
+        self.check_round_trip = check_round_trip
         self.clock = clock
         self.runnable_shards = runnable_shards
         # For turns that carry no retain_until of their own (the Runner sets one from the agent's policy).
@@ -274,16 +279,18 @@ class DynamoDBTurnStore:
             removes.append("#exp")
         return sets, removes
 
-    def _encode_body(self, turn: Turn, write_id: str) -> tuple[str, Item]:
-        """``(json, {"body"|"bodyRef": value})``; writes the S3 object first if the body is spilled."""
+    def _encode_body(self, turn: Turn, write_id: str) -> Item:
+        """``{"body"|"bodyRef": value}``; writes the S3 object first if the body is spilled."""
         text = self.serializer.dumps(turn)
+        if self.check_round_trip:
+            check_round_trip(turn, text, self.serializer)
         # The write's nonce in the key: a fenced-off writer never overwrites the object a current item names.
         body = self.codec.encode(
             text,
             object_key=lambda: f"{self.key_prefix}{turn.id}/{turn.version}-{write_id}.json.gz",
             what=f"snapshot of turn {turn.id!r}",
         )
-        return text, body
+        return body
 
     def _decode(self, text: str, version: int, cancel_requested: bool) -> Turn:
         turn = check_schema_version(self.serializer.loads(text, _TURN))
@@ -323,9 +330,9 @@ class DynamoDBTurnStore:
     # ------------------------------------------------------------------ TurnStore
 
     def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
-        stored = turn.model_copy(update={"version": 1})
+        stored = as_written(turn, version=1, cancel_requested=turn.cancel_requested)
         write_id = new_write_id()
-        text, body = self._encode_body(stored, write_id)
+        body = self._encode_body(stored, write_id)
         now = self.clock()
         item: Item = {
             _TURN_ID: {"S": turn.id},
@@ -363,7 +370,7 @@ class DynamoDBTurnStore:
                 raise VersionConflictError(turn.id, None, as_int((existing or {}).get(_VERSION), 0) or None) from None
             # Our own put landed and the SDK's retry of it found the item: created as asked.
             _log.info("create of turn %r landed before its answer was lost; counted as done", turn.id)
-        return self._decode(text, 1, stored.cancel_requested)
+        return stored
 
     def load(self, turn_id: str) -> Turn:
         gone: Item = {}
@@ -385,9 +392,9 @@ class DynamoDBTurnStore:
     def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
         now = self.clock()
         version = expected_version + 1
-        stored = turn.model_copy(update={"version": version})
+        stored = as_written(turn, version=version, cancel_requested=turn.cancel_requested)
         write_id = new_write_id()
-        text, body = self._encode_body(stored, write_id)
+        body = self._encode_body(stored, write_id)
         cancel = stored.cancel_requested
         # A failed save leaves the object it wrote (if any) in place: see the module's note on lost answers.
         try:
@@ -401,13 +408,15 @@ class DynamoDBTurnStore:
             outcome = self._update_snapshot(stored, body, expected_version, lease_id, now, write_id, cancel=cancel)
         if isinstance(outcome, _Landed):
             # Our write is what the item holds; a cancel requested since then is on it too.
-            return self._decode(text, version, cancel or outcome.cancel_requested)
+            if outcome.cancel_requested and not cancel:
+                return stored.model_copy(update={"cancel_requested": True})
+            return stored
         previous_ref = as_str(outcome.get(_BODY_REF))
         if previous_ref is not None and previous_ref != as_str(body.get(_BODY_REF)):
             # UPDATED_OLD of this very write: the item referenced that object until now, and no later write
             # can point back to it (each object belongs to one version, and versions only grow).
             self.codec.discard(previous_ref)
-        return self._decode(text, version, cancel)
+        return stored
 
     def _update_snapshot(
         self,
