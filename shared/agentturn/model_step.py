@@ -105,18 +105,28 @@ class ModelStep:
         return collect(model.stream(request), told)  # type: ignore[attr-defined]
 
     def _context(self, run: Run) -> list[ModelMessage]:
-        """The conversation's recent history (the agent's window) followed by this turn's messages."""
+        """The conversation's recent history (the agent's window) followed by this turn's messages.
+
+        The history is read once per run: the turn holds its conversation while it runs (and a start that took
+        it over made the previous turn's timeline whole first), so no other turn's messages change until the
+        run ends, and every later model call of the run would read the same ones again.
+        """
+        if run.history is None:
+            run.history = self._history(run)
+        return [*run.history, *run.turn.messages]
+
+    def _history(self, run: Run) -> list[ModelMessage]:
         turn = run.turn
         window = agent_of(run, self._agents).policy.context_window
         memory = self._memory(turn.conversation_id)
-        history: list[ModelMessage] = []
-        if memory is not None and window > 0:
-            fetched = memory.get_model_messages(window + turn.projection.messages)
-            history = [m for m in fetched if m.turn_id != turn.id][-window:]
-            # A window must not open on a tool result or a dangling tool call: start at a user message.
-            while history and not isinstance(history[0], UserMessage):
-                history.pop(0)
-        return [*history, *turn.messages]
+        if memory is None or window <= 0:
+            return []
+        fetched = memory.get_model_messages(window + turn.projection.messages)
+        history = [m for m in fetched if m.turn_id != turn.id][-window:]
+        # A window must not open on a tool result or a dangling tool call: start at a user message.
+        while history and not isinstance(history[0], UserMessage):
+            history.pop(0)
+        return history
 
     def _failed(self, run: Run, exc: Exception) -> None:
         """A retryable model error (throttled, 5xx, timeout, connection) keeps the turn runnable with a

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from agentturn.agent import Agent, ExecutionPolicy
 from agentturn.errors import UnknownAgentError
 from agentturn.heartbeat import Heartbeat
+from agentturn.messages import ModelMessage
 from agentturn.registry import AgentRegistry
 from agentturn.state import Turn
 from agentturn.store import Lease
@@ -35,6 +36,9 @@ class Run:
     #: the turn holds a model reply that the next step's save carries (see :class:`ModelStep`): the run may not
     #: stop before that step
     unsaved: bool = False
+    #: the conversation's earlier messages in the agent's window, read by the run's first model call (see
+    #: :meth:`ModelStep._context`)
+    history: list[ModelMessage] | None = None
 
 
 def agent_of(run: Run, agents: AgentRegistry) -> Agent:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
 
@@ -19,6 +20,7 @@ from agentturn import (
     FormMessage,
     FormStatus,
     ResumeCommand,
+    Runner,
     ScriptedChatModel,
     Tool,
     ToolContext,
@@ -237,6 +239,52 @@ def test_the_model_context_is_read_from_the_timeline_model_visible_only(backend:
     request = scripted.requests[-1]
     assert [m.type for m in request.messages] == ["user", "ai", "tool", "ai", "user"]
     assert second.final_output == "I remember 5 messages"
+
+
+class _CountingHistoryReads:
+    """A chat memory provider that counts the reads of the model's history (``get_model_messages``)."""
+
+    def __init__(self, inner: Callable[[str], ChatMemory]) -> None:
+        self.inner = inner
+        self.reads = 0
+
+    def __call__(self, conversation_id: str) -> ChatMemory:
+        memory = self.inner(conversation_id)
+        counter = self
+
+        class Counted:
+            def __getattr__(self, name: str) -> Any:
+                if name == "get_model_messages":
+                    counter.reads += 1
+                return getattr(memory, name)
+
+        return cast("ChatMemory", Counted())
+
+
+def test_a_run_reads_the_conversation_history_once_for_all_its_model_calls(backend: Backend) -> None:
+    # GIVEN a conversation with an earlier completed turn, and a model that calls a tool, then answers
+    def model(request: ChatRequest) -> AiMessage:
+        if isinstance(request.messages[-1], ToolMessage):
+            return AiMessage(content=f"answered with {len(request.messages)} messages in view")
+        return ai_calls((f"c{len(request.messages)}", "noop", {}))
+
+    scripted = ScriptedChatModel(model)
+    agent = Agent(id="a", instructions="", chat_model=scripted, tools=[Tool("noop", "", lambda a: "ok")])
+    backend.runner([agent]).run(agent, "conv", "first")
+    counting = _CountingHistoryReads(backend.memory)
+    runner = Runner(store=backend.store, chat_memory=counting, agents=[agent], clock=backend.clock)
+
+    # WHEN the next turn runs both its model calls in one run
+    second = runner.run(agent, "conv", "again")
+
+    # THEN the history was read once, and both calls saw the earlier turn's four messages before this turn's
+    assert second.status is TurnStatus.COMPLETED
+    assert counting.reads == 1
+    earlier = [m.message_id for m in backend.memory("conv").get_model_messages()][:4]
+    requests = [r for r in scripted.requests if any(m.content == "again" for m in r.messages)]
+    assert len(requests) == 2
+    assert all([m.message_id for m in r.messages[:4]] == earlier for r in requests)
+    assert second.final_output == "answered with 7 messages in view"
 
 
 def test_a_context_window_never_opens_on_a_tool_result(backend: Backend) -> None:
