@@ -1,18 +1,25 @@
 """A conversation runs one turn at a time: taking and checking its active turn.
 
-Letting go is a conditional write that only the turn named there can make (``set_active_turn(None,
-expected=turn_id)``); a turn that ended without letting go is found ended by the next start, which takes
-over after making its timeline whole.
+A COMPLETED turn stays named in its conversation: its timeline shows that it ended (:func:`ended_turn`), and the
+next start, which reads that timeline for its model anyway, takes over from it in one conditional write. Any
+other end lets go (``set_active_turn(None, expected=turn_id)``, a write only the turn named there can make); a
+turn that ended without either is found ended by the next start, which takes over after making its timeline
+whole.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Final
+
 from agentturn.conversation_list import ConversationListing, listing_for
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
 from agentturn.memory import ChatMemory
+from agentturn.messages import AiMessage, ModelMessage, TimelineMessage
 from agentturn.projection import project
 from agentturn.state import Turn, TurnStatus
 from agentturn.store import TurnStore
+from agentturn.timeline_identity import message_index
 
 
 def stored_status(error: SnapshotUnreadableError) -> TurnStatus | None:
@@ -21,6 +28,35 @@ def stored_status(error: SnapshotUnreadableError) -> TurnStatus | None:
         return TurnStatus(error.status) if error.status is not None else None
     except ValueError:
         return None
+
+
+#: The fewest latest messages a start reads, whatever its agent's context window: enough for the previous turn
+#: of most conversations to show its end whole (see :func:`ended_turn`; a longer one is read from its snapshot).
+ENDED_TURN_PROBE: Final = 16
+
+
+def ended_turn(timeline: Sequence[TimelineMessage | ModelMessage]) -> str | None:
+    """The id of the turn whose COMPLETED end ``timeline`` (a conversation's latest entries, oldest first)
+    shows; ``None`` when it shows none.
+
+    It shows one when its latest model-visible messages are all of one turn's messages, from its first (the
+    input) to a reply that calls no tool. Such a reply is always the last message of its turn and is saved only
+    with the turn COMPLETED; the timeline holds only saved messages; and a completed turn's answer is written
+    after its cards are whole (:func:`~agentturn.projection.project`). A gap (a message of the batch still
+    unwritten), a window that does not reach the turn's first message, or a message without its implied
+    identity shows nothing: whoever asks then reads the turn itself.
+    """
+    model = [message for message in timeline if message.model_visible]
+    last = model[-1] if model else None
+    if not isinstance(last, AiMessage) or last.tool_calls or last.turn_id is None:
+        return None
+    index = message_index(last)
+    if index is None or len(model) <= index:
+        return None
+    own = model[-(index + 1) :]
+    if [message_index(m) if m.turn_id == last.turn_id else None for m in own] != list(range(index + 1)):
+        return None
+    return last.turn_id
 
 
 def _take(memory: ChatMemory, turn_id: str, expected: str | None, listing: ConversationListing | None) -> bool:
@@ -35,16 +71,17 @@ class ConversationLock:
     def __init__(self, store: TurnStore) -> None:
         self._store = store
 
-    def take(self, memory: ChatMemory, turn: Turn) -> None:
+    def take(self, memory: ChatMemory, turn: Turn, *, ended: str | None = None) -> None:
         """Make ``turn`` the conversation's active turn, or remove it and raise ConversationBusyError.
 
-        Optimistic: a free conversation (the common case: the previous turn ended and let go) costs one
-        conditional write. The turn exists before it takes the conversation, so whoever finds it named
-        there can load it; one that crashes in between is refused by the worker (:func:`holds`).
+        Optimistic: the common case costs one conditional write, expecting either no turn or ``ended``, the turn
+        whose completed end the conversation's timeline shows (:func:`ended_turn`; the caller read it). The turn
+        exists before it takes the conversation, so whoever finds it named there can load it; one that crashes
+        in between is refused by the worker (:func:`holds`).
         """
         # The conversations list is written by this same take (it costs no request of its own).
         listing = listing_for(turn)
-        if _take(memory, turn.id, None, listing):
+        if _take(memory, turn.id, ended, listing):
             return
         previous = memory.get_active_turn()
         if previous is None:

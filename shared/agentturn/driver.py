@@ -9,6 +9,7 @@ from agentturn.conversation_lock import holds
 from agentturn.errors import UnknownAgentError, VersionConflictError
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
+from agentturn.messages import ModelMessage
 from agentturn.model_step import ModelStep
 from agentturn.projection import mark_projected
 from agentturn.registry import AgentRegistry
@@ -49,8 +50,10 @@ class TurnDriver:
         turn: Turn | None,
         created_here: bool,
         projected_version: int | None = None,
+        history: list[ModelMessage] | None = None,
     ) -> Turn:
-        """See :meth:`Runner.run_turn`; ``created_here``: the turn was just made (and took its conversation)."""
+        """See :meth:`Runner.run_turn`; ``created_here``: the turn was just made (and took its conversation);
+        ``history``: the model's view of the conversation before the turn, when the caller read it already."""
         if lease is None:
             lease = self._claim(turn_id)
             if lease is None:
@@ -71,7 +74,7 @@ class TurnDriver:
         except Exception:
             self._store.release(lease)
             raise
-        run = Run(turn=current, agent=agent, lease=lease, should_yield=should_yield)
+        run = Run(turn=current, agent=agent, lease=lease, should_yield=should_yield, history=history)
         if (
             current.status is TurnStatus.READY
             and not created_here

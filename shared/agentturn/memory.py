@@ -52,7 +52,9 @@ class ChatMemory(Protocol):
         ...
 
     def get_active_turn(self) -> str | None:
-        """The id of the turn that holds the conversation, if any."""
+        """The id of the turn that took the conversation last and has not let go of it, if any. It holds the
+        conversation, unless it COMPLETED and the timeline shows its end: a completed turn writes no release
+        (:func:`agentturn.conversation_lock.ended_turn`)."""
         ...
 
     def set_active_turn(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from agentturn.agent import Agent
 from agentturn.call_ids import unique_call_ids
@@ -121,12 +121,7 @@ class ModelStep:
         memory = self._memory(turn.conversation_id)
         if memory is None or window <= 0:
             return []
-        fetched = memory.get_model_messages(window + turn.projection.messages)
-        history = [m for m in fetched if m.turn_id != turn.id][-window:]
-        # A window must not open on a tool result or a dangling tool call: start at a user message.
-        while history and not isinstance(history[0], UserMessage):
-            history.pop(0)
-        return history
+        return context_history(memory.get_model_messages(window + turn.projection.messages), turn.id, window)
 
     def _failed(self, run: Run, exc: Exception) -> None:
         """A retryable model error (throttled, 5xx, timeout, connection) keeps the turn runnable with a
@@ -155,6 +150,16 @@ class ModelStep:
             return
         at_least = exc.retry_after if isinstance(exc, ModelError) else None
         self._writer.retry_later(run, "model_error", message, at_least=at_least, exhausted="model_retries_exhausted")
+
+
+def context_history(fetched: Sequence[ModelMessage], turn_id: str, window: int) -> list[ModelMessage]:
+    """The model's view of the conversation before turn ``turn_id``: the latest ``window`` of ``fetched`` (the
+    conversation's latest model-visible messages) that are not the turn's own, opening on a user message."""
+    history = [m for m in fetched if m.turn_id != turn_id][-window:] if window > 0 else []
+    # A window must not open on a tool result or a dangling tool call: start at a user message.
+    while history and not isinstance(history[0], UserMessage):
+        history.pop(0)
+    return history
 
 
 def _acts_on_nothing(agent: Agent, call: ToolCall) -> bool:

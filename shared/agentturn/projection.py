@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from agentturn.memory import ChatMemory
 from agentturn.messages import ApprovalMessage, CardMessage, FormMessage
-from agentturn.state import Turn
+from agentturn.state import Turn, TurnStatus
 
 
 def _made_after(turn: Turn, card: CardMessage) -> int:
@@ -83,7 +83,9 @@ def project(turn: Turn, memory: ChatMemory) -> None:
     """Bring the timeline up to ``turn``; advances ``turn.projection`` for what was written.
 
     Messages go before cards, so that a card in the timeline vouches for the messages before its call (see
-    :func:`_confirm_previous`); only a card already there at its previous version is written first.
+    :func:`_confirm_previous`); only a card already there at its previous version is written first. A
+    COMPLETED turn's answer goes after its cards: the answer in the timeline tells the next start that the turn
+    ended with its timeline whole (:func:`~agentturn.conversation_lock.ended_turn`).
     """
     mark = turn.projection
     guessed: set[str] = set()
@@ -93,12 +95,18 @@ def project(turn: Turn, memory: ChatMemory) -> None:
             if _confirm_previous(memory, turn, card):
                 mark.cards[card.message_id] = card.version
     fresh = turn.messages[mark.messages :]
+    answer_last = bool(fresh) and turn.status is TurnStatus.COMPLETED and not cards_projected(turn)
+    if answer_last:
+        fresh = fresh[:-1]
     if fresh:
         memory.append_all(fresh)
-        mark.messages = len(turn.messages)
+        mark.messages += len(fresh)
     for card in turn.cards:
         known = mark.cards.get(card.message_id, 0)
         if card.version > known:
             # A wrong guess: the card is not at its previous version, so it is looked up rather than appended.
             _sync_card(memory, card, known, guessed_wrong=card.message_id in guessed)
             mark.cards[card.message_id] = card.version
+    if answer_last:
+        memory.append_all(turn.messages[-1:])
+        mark.messages = len(turn.messages)

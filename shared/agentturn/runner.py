@@ -19,15 +19,15 @@ from agentturn.agent import Agent
 from agentturn.call_ids import unique_call_ids
 from agentturn.commands import ResumeCommand
 from agentturn.conflicts import retry_on_conflict
-from agentturn.conversation_lock import ConversationLock
+from agentturn.conversation_lock import ENDED_TURN_PROBE, ConversationLock, ended_turn
 from agentturn.driver import TurnDriver
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
 from agentturn.events import EventType, Listener
 from agentturn.idempotency import is_replay, remember_request
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory, ChatMemoryProvider
-from agentturn.messages import TimelineMessage, UserMessage, form_message_id
-from agentturn.model_step import ModelStep
+from agentturn.messages import ModelMessage, TimelineMessage, UserMessage, form_message_id
+from agentturn.model_step import ModelStep, context_history
 from agentturn.registry import AgentRegistry, AgentResolver
 from agentturn.resume import apply_resume
 from agentturn.retry import RetryPolicy
@@ -110,7 +110,7 @@ class Runner:
     ) -> Turn:
         """Create the turn READY (and take the conversation); run nothing."""
         self.register(agent)
-        turn, _ = self._create(agent, conversation_id, input, metadata, hold=False)
+        turn, _, _ = self._create(agent, conversation_id, input, metadata, hold=False)
         return turn
 
     def run(
@@ -129,10 +129,12 @@ class Runner:
         ``on_started(turn)`` is told once it exists and holds its conversation.
         """
         self.register(agent)
-        turn, lease = self._create(agent, conversation_id, input, metadata, hold=True)
+        turn, lease, history = self._create(agent, conversation_id, input, metadata, hold=True)
         if on_started is not None:
             on_started(turn)
-        return self._continue(turn.id, lease=lease, should_yield=should_yield, turn=turn, created_here=True)
+        return self._continue(
+            turn.id, lease=lease, should_yield=should_yield, turn=turn, created_here=True, history=history
+        )
 
     def run_turn(
         self,
@@ -168,10 +170,12 @@ class Runner:
         turn: Turn | None,
         created_here: bool,
         projected_version: int | None = None,
+        history: list[ModelMessage] | None = None,
     ) -> Turn:
         return self._driver.continue_turn(
             turn_id,
             lease=lease,
+            history=history,
             should_yield=should_yield,
             turn=turn,
             created_here=created_here,
@@ -302,9 +306,9 @@ class Runner:
         """Make the conversation's timeline whole again if the projection of its active turn was lost.
 
         ``visible`` is what the caller just read of the timeline. Only a turn whose pending card is missing
-        from it, or a finished turn still holding the conversation (its last projection failed), is
-        re-projected — so a healthy timeline costs one read of the snapshot, no write. Returns whether it
-        wrote anything.
+        from it, or a finished turn still holding the conversation whose end ``visible`` does not show (its
+        last projection failed), is re-projected — so a healthy timeline costs at most one read of the
+        snapshot, no write. Returns whether it wrote anything.
         """
         memory = self._memory(conversation_id)
         return memory is not None and repair_timeline(self.store, memory, visible)
@@ -323,14 +327,20 @@ class Runner:
 
     def _create(
         self, agent: Agent, conversation_id: str, input: str, metadata: Mapping[str, Any] | None, *, hold: bool
-    ) -> tuple[Turn, Lease | None]:
-        """The stored turn, holding its conversation; with ``hold`` also leased to this runner.
+    ) -> tuple[Turn, Lease | None, list[ModelMessage] | None]:
+        """The stored turn, holding its conversation; with ``hold`` also leased to this runner; and the model's
+        view of the conversation before it (``None`` without a chat memory).
 
         A held turn runs on at once, so its timeline is written by its first save, not here.
         """
         if not conversation_id:
             raise ValueError("conversation_id must be non-empty")
         memory = self._memory(conversation_id)
+        window = agent.policy.context_window
+        # One read serves the model's first call and tells the take whether the turn still named in the
+        # conversation has ended (then taking it over is one conditional write, and that turn wrote no release
+        # at its end). Read before anything is written: a start that fails on it leaves nothing behind.
+        fetched = memory.get_model_messages(max(window, ENDED_TURN_PROBE)) if memory is not None else None
         now = self.clock()
         turn = Turn(
             id=uuid.uuid4().hex,
@@ -346,10 +356,12 @@ class Runner:
         self._events.reserve(turn)
         lease = Lease(turn.id, self.worker_id, new_lease_id(), now + self.lease_seconds) if hold else None
         turn = self.store.create(turn, lease=lease)
-        if memory is not None:
-            self._conversations.take(memory, turn)
+        history: list[ModelMessage] | None = None
+        if memory is not None and fetched is not None:
+            history = context_history(fetched, turn.id, window)
+            self._conversations.take(memory, turn, ended=ended_turn(fetched))
         self._events.emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version, status=turn.status.value)
         self._events.emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
         if not hold:
             self._writer.project(turn)
-        return turn, lease
+        return turn, lease, history

@@ -39,6 +39,17 @@ def message_identity(turn: Turn, index: int) -> dict[str, str]:
     return {"message_id": f"{turn.id}:m:{index:05d}", "turn_id": turn.id, "sort_key": message_sort_key(turn, index)}
 
 
+def message_index(message: ModelMessage) -> int | None:
+    """The position in its turn of a message that has its implied identity; ``None`` for one that does not."""
+    turn_id, message_id = message.turn_id, message.message_id
+    if not turn_id or not message_id or not message_id.startswith(f"{turn_id}:m:"):
+        return None
+    digits = message_id[len(turn_id) + 3 :]
+    if len(digits) != 5 or not digits.isdigit():
+        return None
+    return int(digits)
+
+
 def card_identity(turn: Turn, card: CardMessage) -> dict[str, str]:
     """The identity of ``card`` in its turn (an approval's id differs from a form's)."""
     make_id = approval_message_id if isinstance(card, ApprovalMessage) else form_message_id

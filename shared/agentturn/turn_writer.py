@@ -101,7 +101,9 @@ class TurnWriter:
             self._events.emit(turn, EventType.PROJECTION_FAILED, error=f"{type(exc).__name__}: {exc}")
 
     def finish(self, run: Run, status: TurnStatus, error_type: str | None = None, message: str = "") -> None:
-        """End the turn with ``status``: cards cancelled, form data dropped, conversation let go."""
+        """End the turn with ``status``: cards cancelled, form data dropped, conversation let go (a COMPLETED
+        turn's timeline shows that it ended, which frees its conversation without a write of its own:
+        :func:`~agentturn.conversation_lock.ended_turn`)."""
         turn = run.turn
         turn.status = status
         turn.phase = TurnPhase.FINISHED
@@ -115,7 +117,7 @@ class TurnWriter:
         turn.retain_until = self._clock() + retention if retention is not None else None
         self.save(run)
         memory = self._memory(turn.conversation_id)
-        if memory is not None and is_projected(run.turn):
+        if memory is not None and status is not TurnStatus.COMPLETED and is_projected(run.turn):
             # Let go of the conversation only once its timeline is whole: a turn still named there is
             # repaired by whoever comes next (the next turn's start, or a read of the timeline).
             memory.set_active_turn(None, expected=turn.id)

@@ -277,6 +277,14 @@ def _check(world: World) -> dict[str, int]:
 
     memory = world.timeline(conversation_key(DEFAULT_SUB, CONVERSATION))
     converged_before = _converged(turn, memory)
+    # Whatever crashed, the completed turn left its conversation free: the next start (no faults now) takes it,
+    # from the answer in the timeline or, when that does not show the turn whole, by reading the turn.
+    world.plan.enabled = False
+    following = world.stack.run(
+        http_event("http_start_turn.json", path=f"/conversations/{CONVERSATION}/turns", body=_FLOW_INPUTS[world.flow])
+    )
+    assert following.status in (200, 202), f"{where}: the next start was refused: {following.status} {following.body}"
+    assert memory.get_active_turn() == following.json["turnId"], f"{where}: the next turn does not hold it"
     # The snapshot is the truth: re-projecting it (what the next turn of the conversation does) repairs the rest.
     project(world.inner.load(turn.id), memory)
     project(world.inner.load(turn.id), memory)  # idempotent

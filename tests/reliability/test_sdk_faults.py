@@ -414,6 +414,15 @@ def _check(world: World, reference: Outcome) -> dict[str, int]:
     assert len(world.ledger.entries) == reference.side_effects, f"{where}: side effects {world.ledger.entries}"
     memory = world.timeline(conversation_key(SUB, world.conversation))
     converged = _divergence(turn, memory) is None
+    if turn.status.is_terminal:
+        # Whatever failed, an ended turn left its conversation free: the next start takes it (from the answer in
+        # the timeline, or by reading the turn when the timeline does not show it whole).
+        agent_id, text = _INPUTS[world.flow]
+        path = f"/conversations/{world.conversation}/turns"
+        following = world.stack.run(
+            http_event("http_start_turn.json", path=path, body={"input": text, "agentId": agent_id}, sub=SUB)
+        )
+        assert following.status == 200, f"{where}: the next start answered {following.status}: {following.body}"
     # The snapshot is the truth: re-projecting it (what the next turn of the conversation does) repairs the rest.
     project(world.checker.load(turn.id), memory)
     problem = _divergence(turn, memory)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -25,12 +26,14 @@ from agentturn import (
     Tool,
     ToolContext,
     ToolMessage,
+    Turn,
     TurnStatus,
     UserInputTool,
     UserMessage,
     Worker,
     WorkOutcome,
 )
+from agentturn.conversation_lock import ended_turn
 from agentturn.messages import TimelineMessage
 from agentturn.projection import is_projected
 from agentturn.store import Lease
@@ -216,6 +219,30 @@ def test_one_active_turn_per_conversation(backend: Backend) -> None:
     assert runner.run(agent, "conv", "next").status is TurnStatus.WAITING_FOR_USER
 
 
+def test_a_completed_turn_hands_its_conversation_on_without_a_release_or_a_read_of_it(backend: Backend) -> None:
+    # GIVEN a completed form cycle: its turn is still named in the conversation, and its answer is in the timeline
+    agent = form_asking_agent()
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "conv", "ticket")
+    done = runner.resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    assert done.status is TurnStatus.COMPLETED
+    assert backend.memory("conv").get_active_turn() == done.id
+    assert ended_turn(backend.memory("conv").get_messages()) == done.id
+
+    # WHEN the next turn starts
+    memory, store = _CountingMemory(backend.memory), _CountingLoads(backend.store)
+    nxt = Runner(store=store, chat_memory=memory, agents=[agent], clock=backend.clock).run(agent, "conv", "next")
+
+    # THEN it took the conversation with one conditional write, without reading the completed turn or the
+    # conversation's head, and with one read of the timeline (which its model's call used too)
+    assert nxt.status is TurnStatus.WAITING_FOR_USER
+    assert backend.memory("conv").get_active_turn() == nxt.id
+    assert memory.calls["set_active_turn"] == 1
+    assert memory.calls["get_active_turn"] == 0
+    assert memory.calls["get_model_messages"] == 1
+    assert done.id not in store.loaded
+
+
 def test_the_model_context_is_read_from_the_timeline_model_visible_only(backend: Backend) -> None:
     # GIVEN a conversation with an earlier completed turn that had a form
     def model(request: ChatRequest) -> AiMessage:
@@ -241,24 +268,33 @@ def test_the_model_context_is_read_from_the_timeline_model_visible_only(backend:
     assert second.final_output == "I remember 5 messages"
 
 
-class _CountingHistoryReads:
-    """A chat memory provider that counts the reads of the model's history (``get_model_messages``)."""
+class _CountingMemory:
+    """A chat memory provider that counts the calls of each ChatMemory method, by name."""
 
     def __init__(self, inner: Callable[[str], ChatMemory]) -> None:
         self.inner = inner
-        self.reads = 0
+        self.calls: Counter[str] = Counter()
 
     def __call__(self, conversation_id: str) -> ChatMemory:
         memory = self.inner(conversation_id)
-        counter = self
+        calls = self.calls
 
         class Counted:
             def __getattr__(self, name: str) -> Any:
-                if name == "get_model_messages":
-                    counter.reads += 1
+                calls[name] += 1
                 return getattr(memory, name)
 
         return cast("ChatMemory", Counted())
+
+
+class _CountingLoads(DelegatingTurnStore):
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.loaded: list[str] = []
+
+    def load(self, turn_id: str) -> Turn:
+        self.loaded.append(turn_id)
+        return self.inner.load(turn_id)
 
 
 def test_a_run_reads_the_conversation_history_once_for_all_its_model_calls(backend: Backend) -> None:
@@ -271,7 +307,7 @@ def test_a_run_reads_the_conversation_history_once_for_all_its_model_calls(backe
     scripted = ScriptedChatModel(model)
     agent = Agent(id="a", instructions="", chat_model=scripted, tools=[Tool("noop", "", lambda a: "ok")])
     backend.runner([agent]).run(agent, "conv", "first")
-    counting = _CountingHistoryReads(backend.memory)
+    counting = _CountingMemory(backend.memory)
     runner = Runner(store=backend.store, chat_memory=counting, agents=[agent], clock=backend.clock)
 
     # WHEN the next turn runs both its model calls in one run
@@ -279,7 +315,7 @@ def test_a_run_reads_the_conversation_history_once_for_all_its_model_calls(backe
 
     # THEN the history was read once, and both calls saw the earlier turn's four messages before this turn's
     assert second.status is TurnStatus.COMPLETED
-    assert counting.reads == 1
+    assert counting.calls["get_model_messages"] == 1
     earlier = [m.message_id for m in backend.memory("conv").get_model_messages()][:4]
     requests = [r for r in scripted.requests if any(m.content == "again" for m in r.messages)]
     assert len(requests) == 2

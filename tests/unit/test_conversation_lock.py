@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from agentturn import InMemoryChatMemory, InMemoryTurnStore, Turn, TurnStatus, UserMessage
-from agentturn.conversation_lock import ConversationLock, holds, stored_status
+from agentturn import (
+    AiMessage,
+    FormMessage,
+    InMemoryChatMemory,
+    InMemoryTurnStore,
+    ToolCall,
+    ToolMessage,
+    Turn,
+    TurnStatus,
+    UserMessage,
+)
+from agentturn.conversation_lock import ConversationLock, ended_turn, holds, stored_status
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
 from agentturn.timeline_identity import stamp
 
@@ -72,3 +82,75 @@ def test_the_stored_status_of_an_unreadable_turn_is_read_only_when_it_is_a_known
     assert stored_status(SnapshotUnreadableError("t1", "x", status="FAILED")) is TurnStatus.FAILED
     assert stored_status(SnapshotUnreadableError("t1", "x", status="EXPLODED")) is None
     assert stored_status(SnapshotUnreadableError("t1", "x")) is None
+
+
+def _completed(turn_id: str, *, tool: bool = True) -> Turn:
+    """A COMPLETED turn: input, (a tool call and its result,) the answer."""
+    turn = Turn(id=turn_id, conversation_id="c1", agent_id="a", agent_version="1", status=TurnStatus.COMPLETED)
+    turn.messages.append(stamp(turn, UserMessage(content=f"from {turn_id}")))
+    if tool:
+        turn.messages.append(stamp(turn, AiMessage(content="", tool_calls=[ToolCall(id="c", name="x", arguments={})])))
+        turn.messages.append(stamp(turn, ToolMessage(tool_call_id="c", content="ok", tool_name="x")))
+    turn.messages.append(stamp(turn, AiMessage(content=f"answer of {turn_id}")))
+    return turn
+
+
+def test_the_timeline_shows_a_turns_completed_end_only_when_it_holds_that_turn_whole() -> None:
+    # GIVEN an earlier turn and the latest one, both completed, and a card of the latest
+    earlier, latest = _completed("t1", tool=False), _completed("t2")
+    card = FormMessage(
+        message_id="t2:input:c", turn_id="t2", sort_key=latest.messages[1].sort_key + ".00", action_id="c",
+        form_key="f", schema={"type": "object"},
+    )  # fmt: skip
+    whole = [*earlier.messages, *latest.messages[:2], card, *latest.messages[2:]]
+
+    # THEN the whole timeline (cards are not messages of the model) shows the latest turn ended
+    assert ended_turn(whole) == "t2"
+    # AND nothing shows it with a message of the turn missing, before the answer or at its first
+    assert ended_turn([m for m in whole if m is not latest.messages[2]]) is None
+    assert ended_turn(whole[len(earlier.messages) + 1 :]) is None
+    # AND nothing while the latest message calls a tool (the turn is still running) or is not the turn's answer
+    assert ended_turn(whole[:-1]) is None
+    assert ended_turn([*earlier.messages, *latest.messages[:1]]) is None
+    # AND nothing from a message without the identity its turn implies, or from an empty timeline
+    assert ended_turn([*whole[:-1], whole[-1].model_copy(update={"message_id": "own-id"})]) is None
+    assert ended_turn([]) is None
+
+
+def test_a_completed_turn_that_the_timeline_shows_ended_is_taken_over_in_one_write_without_reading_it() -> None:
+    # GIVEN a conversation still naming a completed turn whose whole timeline shows its end
+    store, memory = InMemoryTurnStore(), InMemoryChatMemory()
+    done = store.create(_completed("t1"))
+    memory("c1").set_active_turn("t1", expected=None)
+    memory("c1").append_all(done.messages)
+    newcomer = stored(store, "t2")
+    loads: list[str] = []
+    load = store.load
+    store.load = lambda turn_id: loads.append(turn_id) or load(turn_id)  # type: ignore[method-assign]
+
+    # WHEN a new turn takes the conversation, told which turn the timeline shows ended
+    ConversationLock(store).take(memory("c1"), newcomer, ended=ended_turn(memory("c1").get_messages()))
+
+    # THEN it holds it, and the ended turn was never read
+    assert memory("c1").get_active_turn() == "t2"
+    assert loads == []
+
+
+def test_a_running_turn_is_not_taken_over_even_when_a_stale_read_named_an_earlier_end() -> None:
+    # GIVEN a completed turn, then a running one that took the conversation over but has no message in the
+    # timeline yet (so a read still ends with the completed turn's answer)
+    store, memory = InMemoryTurnStore(), InMemoryChatMemory()
+    done = store.create(_completed("t1"))
+    memory("c1").append_all(done.messages)
+    memory("c1").set_active_turn("t1", expected=None)
+    lock = ConversationLock(store)
+    lock.take(memory("c1"), stored(store, "t2", TurnStatus.RUNNING), ended="t1")
+    newcomer = stored(store, "t3")
+
+    # WHEN a third turn tries to take it with what the timeline shows
+    assert ended_turn(memory("c1").get_messages()) == "t1"
+    with pytest.raises(ConversationBusyError):
+        lock.take(memory("c1"), newcomer, ended="t1")
+
+    # THEN the running turn keeps it
+    assert memory("c1").get_active_turn() == "t2"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from tests.unit.conftest import Parts
 
-from agentturn import Agent, ScriptedChatModel, Turn, TurnStatus, UserMessage
+from agentturn import Agent, AiMessage, ScriptedChatModel, Turn, TurnStatus, UserMessage
+from agentturn.conversation_lock import ended_turn
 from agentturn.messages import FormMessage
 from agentturn.projection import mark_projected
 from agentturn.timeline_identity import stamp
@@ -34,16 +37,49 @@ def test_a_save_under_a_lease_someone_took_over_keeps_nothing(parts: Parts) -> N
     assert run.lease is None
 
 
-def test_an_ending_frees_the_conversation_once_its_timeline_is_whole(parts: Parts) -> None:
+@pytest.mark.parametrize(
+    ("status", "event"), [(TurnStatus.FAILED, "TURN_FAILED"), (TurnStatus.CANCELLED, "TURN_CANCELLED")]
+)
+def test_an_ending_frees_the_conversation_once_its_timeline_is_whole(
+    parts: Parts, status: TurnStatus, event: str
+) -> None:
     # GIVEN a running turn that holds its conversation
     run = parts.new_run(an_agent())
 
-    # WHEN it ends
+    # WHEN it ends other than COMPLETED
+    parts.writer.finish(run, status, "stopped", "stopped")
+
+    # THEN it is stored ended, the conversation is free, and the ending event was told last
+    assert parts.store.load(run.turn.id).status is status
+    assert parts.memory("c1").get_active_turn() is None
+    assert parts.types()[-1] == event
+
+
+def test_a_completed_turn_frees_its_conversation_by_the_answer_in_its_timeline_without_a_release(
+    parts: Parts,
+) -> None:
+    # GIVEN a running turn that holds its conversation, with its input and the model's answer
+    run = parts.new_run(an_agent())
+    run.turn.messages.append(stamp(run.turn, UserMessage(content="hi")))
+    run.turn.messages.append(stamp(run.turn, AiMessage(content="hello")))
+    memory = parts.memory("c1")
+    releases: list[object] = []
+    take = memory.set_active_turn
+
+    def counted(turn_id: str | None, *, expected: str | None, **kwargs: Any) -> bool:
+        releases.append(expected)
+        return take(turn_id, expected=expected, **kwargs)
+
+    memory.set_active_turn = counted  # type: ignore[method-assign]
+
+    # WHEN it completes
     parts.writer.finish(run, TurnStatus.COMPLETED)
 
-    # THEN it is stored ended, the conversation is free, and TURN_COMPLETED was told last
+    # THEN it is stored COMPLETED and wrote no release: it stays named, and its timeline shows that it ended
     assert parts.store.load(run.turn.id).status is TurnStatus.COMPLETED
-    assert parts.memory("c1").get_active_turn() is None
+    assert releases == []
+    assert memory.get_active_turn() == run.turn.id
+    assert ended_turn(memory.get_messages()) == run.turn.id
     assert parts.types()[-1] == "TURN_COMPLETED"
 
 

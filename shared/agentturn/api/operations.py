@@ -26,6 +26,7 @@ from agentturn.api.services import OwnerScopedStore, Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.commands import ResumeCommand
 from agentturn.conversation_list import ConversationDirectory, InvalidCursorError
+from agentturn.conversation_lock import ended_turn
 from agentturn.errors import (
     ConversationBusyError,
     IdempotencyConflictError,
@@ -160,9 +161,11 @@ class Operations:
         # was saved) would leave the person without a form to fill in.
         if self._runner_for(caller).repair_timeline(key, messages):
             messages = memory.get_messages(limit)
+        active = memory.get_active_turn()
         return MessagesView(
             conversation_id=conversation_id,
-            active_turn_id=memory.get_active_turn(),
+            # A completed turn stays named in its conversation; its answer in the timeline says it holds it no more.
+            active_turn_id=None if active == ended_turn(messages) else active,
             messages=messages,
         )
 

@@ -1,0 +1,76 @@
+"""A completed turn's answer reaches the timeline last, after its cards: the answer there tells the next start
+that the turn ended with its timeline whole (``conversation_lock.ended_turn``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentturn import AiMessage, InMemoryChatMemory, ToolCall, ToolMessage, Turn, TurnStatus, UserMessage
+from agentturn.conversation_lock import ended_turn
+from agentturn.messages import FormMessage, FormStatus
+from agentturn.projection import project
+from agentturn.timeline_identity import place, stamp
+
+
+def _completed_with_a_card_to_write() -> tuple[Turn, InMemoryChatMemory]:
+    """A COMPLETED turn whose timeline holds all but its answer, and its card one version behind."""
+    turn = Turn(id="t1", conversation_id="c1", agent_id="a", agent_version="1", status=TurnStatus.COMPLETED)
+    turn.messages.append(stamp(turn, UserMessage(content="book")))
+    turn.messages.append(stamp(turn, AiMessage(tool_calls=[ToolCall(id="call-1", name="book", arguments={})])))
+    card = place(turn, FormMessage(action_id="call-1", form_key="f", schema={"type": "object"}))
+    turn.messages.append(stamp(turn, ToolMessage(tool_call_id="call-1", content="ok", tool_name="book")))
+    turn.messages.append(stamp(turn, AiMessage(content="booked")))
+    memory = InMemoryChatMemory()
+    memory("c1").append_all(turn.messages[:-1])
+    memory("c1").append(card)
+    turn.cards = [card.model_copy(update={"version": 2, "status": FormStatus.CANCELLED})]
+    turn.projection.messages = len(turn.messages) - 1
+    turn.projection.cards = {card.message_id: 1}
+    return turn, memory
+
+
+def test_a_completed_turns_answer_is_written_after_its_cards() -> None:
+    # GIVEN a completed turn whose card and answer are not in the timeline at their latest yet
+    turn, memory = _completed_with_a_card_to_write()
+    conversation = memory("c1")
+    writes: list[str] = []
+    update, append_all = conversation.update_message, conversation.append_all
+
+    def updating(message: Any, expected_version: int) -> bool:
+        writes.append(f"card v{message.version}")
+        return update(message, expected_version)
+
+    def appending(messages: Any) -> None:
+        writes.extend(m.type for m in messages)
+        append_all(messages)
+
+    conversation.update_message = updating  # type: ignore[method-assign]
+    conversation.append_all = appending  # type: ignore[method-assign]
+
+    # WHEN it is projected
+    project(turn, conversation)
+
+    # THEN the card was written first and the answer after it, and the timeline now shows the turn ended
+    assert writes == ["card v2", "ai"]
+    assert ended_turn(memory("c1").get_messages()) == "t1"
+
+
+def test_a_completed_turn_whose_card_cannot_be_written_shows_no_end() -> None:
+    # GIVEN the same turn, and a timeline that refuses the card's write
+    turn, memory = _completed_with_a_card_to_write()
+    conversation = memory("c1")
+
+    def down(message: Any, expected_version: int) -> bool:
+        raise ConnectionError("timeline down")
+
+    conversation.update_message = down  # type: ignore[method-assign]
+
+    # WHEN it is projected
+    with pytest.raises(ConnectionError):
+        project(turn, conversation)
+
+    # THEN the answer was not written either: the next start reads the turn instead of taking its end as shown
+    assert [m.type for m in memory("c1").get_model_messages()] == ["user", "ai", "tool"]
+    assert ended_turn(memory("c1").get_messages()) is None
