@@ -8,6 +8,9 @@ state that one Lambda invocation at a time never shares), so threads may call it
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,3 +117,19 @@ class Stack:
 def memory_stack() -> Stack:
     clock = FakeClock()
     return Stack(InMemoryTurnStore(clock=clock), InMemoryChatMemory(), clock)
+
+
+@contextmanager
+def quiet_logs(*names: str) -> Iterator[None]:
+    """Only CRITICAL lines from the loggers ``names`` (default: agentturn's) inside the block, and their levels put
+    back after it: the code under test logs the injected faults, as it must, and thousands of tracebacks help no
+    one; tests of the logs themselves must not depend on running before these."""
+    loggers = [logging.getLogger(name) for name in names or ("agentturn",)]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)

@@ -18,7 +18,6 @@ seeds carry the ``slow`` marker). The same plans also run on the DynamoDB adapte
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections import Counter
@@ -41,7 +40,7 @@ from agentturn.state import Suspension, SuspensionType, Turn
 from tests.functional.harness import DEFAULT_SUB, HttpResponse, http_event
 from tests.reliability.faults import FaultPlan, FaultyQueue, FaultyStore, InjectedFault, faulty_memory
 from tests.reliability.figures import FIGURES, record
-from tests.reliability.kit import TICKET_INPUT, VALID_TICKET, Stack
+from tests.reliability.kit import TICKET_INPUT, VALID_TICKET, Stack, quiet_logs
 from tests.support.clock import FakeClock
 
 DEFAULT_SEEDS = 200
@@ -323,13 +322,8 @@ def _divergence(turn: Turn, memory: Any) -> str | None:
 
 @pytest.fixture(autouse=True)
 def _quiet_logs() -> Iterator[None]:
-    # The injected faults are logged (as they must be) by the code under test; thousands of tracebacks help no one.
-    # The level is put back afterwards: tests of the logs themselves must not depend on running before these.
-    logger = logging.getLogger("agentturn")
-    previous = logger.level
-    logger.setLevel(logging.CRITICAL)
-    yield
-    logger.setLevel(previous)
+    with quiet_logs():
+        yield
 
 
 @pytest.mark.parametrize("seed", _seed_params())

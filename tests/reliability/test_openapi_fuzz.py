@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from agentturn.api.http import HttpApi
 from agentturn.api.routes import ALL_GROUPS
 from tests.functional.harness import http_event
 from tests.reliability.figures import record
-from tests.reliability.kit import Stack, memory_stack, response
+from tests.reliability.kit import Stack, memory_stack, quiet_logs, response
 
 _STACK: Stack = memory_stack()
 _API = HttpApi(ALL_GROUPS, services=_STACK.services)
@@ -73,7 +74,8 @@ def test_no_operation_fails_the_server(case: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _quiet() -> None:
-    import logging
-
-    logging.getLogger("agentturn").setLevel(logging.CRITICAL)
+def _quiet() -> Iterator[None]:
+    # The level used to stay at CRITICAL after this module: the telemetry tests that read the handlers' log
+    # lines then failed whenever they ran after it.
+    with quiet_logs():
+        yield

@@ -24,7 +24,6 @@ default marked ``slow``); one seed: ``AGENTTURN_FAULT_SEED=17``. Figures are pri
 
 from __future__ import annotations
 
-import logging
 import os
 import uuid
 from collections import Counter
@@ -51,7 +50,7 @@ from agentturn.state import Turn
 from tests.contract.aws_adapters import CLIENT_CONFIG, AwsSession, aws_session, unique
 from tests.functional.harness import FakeLambdaContext, HttpResponse, http_event, sqs_event
 from tests.reliability.figures import FIGURES, record
-from tests.reliability.kit import VALID_TICKET, Stack
+from tests.reliability.kit import VALID_TICKET, Stack, quiet_logs
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator, boto3_session_kwargs
 from tests.support.sdk_faults import FAULT_KINDS, SdkFaultInjector, SeededPlan, no_backoff
@@ -447,19 +446,8 @@ def _check(world: World, reference: Outcome) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def emulators(dynamodb_local: Emulator, moto_server: Emulator) -> Iterator[Emulators]:
-    # The injected faults are logged (as they must be) by the code under test; thousands of tracebacks help no one.
-    loggers = [logging.getLogger(name) for name in ("agentturn", "aws_lambda_powertools")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        with no_backoff():
-            yield Emulators(
-                aws_session(dynamodb_local, moto_server), dynamodb_local.endpoint_url, moto_server.endpoint_url
-            )
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
+    with quiet_logs("agentturn", "aws_lambda_powertools"), no_backoff():
+        yield Emulators(aws_session(dynamodb_local, moto_server), dynamodb_local.endpoint_url, moto_server.endpoint_url)
 
 
 _REFERENCES: dict[Flow, Outcome] = {}
