@@ -243,6 +243,42 @@ def test_a_completed_turn_hands_its_conversation_on_without_a_release_or_a_read_
     assert done.id not in store.loaded
 
 
+class _RecordingSaves(DelegatingTurnStore):
+    """A store that keeps a copy of every turn it was asked to create or save."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.written: list[Turn] = []
+
+    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
+        self.written.append(turn.deep_copy())
+        return self.inner.create(turn, lease=lease)
+
+    def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
+        self.written.append(turn.deep_copy())
+        return self.inner.save(turn, expected_version=expected_version, lease_id=lease_id)
+
+
+def test_a_reply_that_calls_no_tool_is_only_ever_saved_as_its_completed_turns_last_message(backend: Backend) -> None:
+    # GIVEN the rule a start relies on to take over from a completed turn without reading it (ended_turn), and a
+    # store that records every write: a form cycle, and a turn the model answers at once
+    store = _RecordingSaves(backend.store)
+    form_agent = form_asking_agent()
+    answering = Agent(id="plain", instructions="", chat_model=ScriptedChatModel([AiMessage(content="hello")]))
+    runner = Runner(store=store, chat_memory=backend.memory, agents=[form_agent, answering], clock=backend.clock)
+
+    # WHEN they run to their ends
+    waiting = runner.run(form_agent, "conv", "ticket")
+    runner.resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    runner.run(answering, "conv-2", "hi")
+
+    # THEN every write whose last message is a reply that calls no tool is that turn's COMPLETED one, and there
+    # were such writes (one per turn)
+    answered = [t for t in store.written if isinstance(t.messages[-1], AiMessage) and not t.messages[-1].tool_calls]
+    assert [t.status for t in answered] == [TurnStatus.COMPLETED, TurnStatus.COMPLETED]
+    assert all(t.messages[-1].content == t.final_output for t in answered)
+
+
 def test_the_model_context_is_read_from_the_timeline_model_visible_only(backend: Backend) -> None:
     # GIVEN a conversation with an earlier completed turn that had a form
     def model(request: ChatRequest) -> AiMessage:
