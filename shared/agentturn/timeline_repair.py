@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from agentturn.conversation_lock import ended_turn
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
@@ -12,23 +13,40 @@ from agentturn.projection import project
 from agentturn.store import TurnStore
 
 
-def repair_timeline(store: TurnStore, memory: ChatMemory, visible: Iterable[TimelineMessage]) -> bool:
-    """See :meth:`Runner.repair_timeline`: whether anything was written."""
+@dataclass(frozen=True)
+class Repair:
+    """What :func:`repair` did, and what it read on the way."""
+
+    #: whether anything was written
+    wrote: bool
+    #: the turn that holds the conversation after the repair: ``None`` when none does (or the one named there
+    #: completed and the timeline shows its end)
+    holder: str | None
+
+
+def repair(store: TurnStore, memory: ChatMemory, visible: Iterable[TimelineMessage]) -> Repair:
+    """See :meth:`Runner.repair_timeline`; also who holds the conversation, so that a reader of the timeline
+    need not read the conversation's head a second time."""
     entries = list(visible)
     active = memory.get_active_turn()
     if active is None or active == ended_turn(entries):
         # No turn holds the conversation, or the one named there completed with its timeline whole.
-        return False
+        return Repair(wrote=False, holder=None)
     try:
         turn = store.load(active)
     except (TurnNotFoundError, SnapshotUnreadableError):
         # Nothing to re-project from a snapshot that cannot be read (its attempts end it, freeing this).
-        return False
+        return Repair(wrote=False, holder=active)
     shown = {message.message_id for message in entries}
     missing_card = any(card.message_id not in shown for card in turn.pending_cards())
     if not (missing_card or turn.status.is_terminal):
-        return False
+        return Repair(wrote=False, holder=active)
     project(turn, memory)
-    if turn.status.is_terminal:
-        memory.set_active_turn(None, expected=turn.id)
-    return True
+    if turn.status.is_terminal and memory.set_active_turn(None, expected=turn.id):
+        return Repair(wrote=True, holder=None)
+    return Repair(wrote=True, holder=memory.get_active_turn() if turn.status.is_terminal else active)
+
+
+def repair_timeline(store: TurnStore, memory: ChatMemory, visible: Iterable[TimelineMessage]) -> bool:
+    """See :meth:`Runner.repair_timeline`: whether anything was written."""
+    return repair(store, memory, visible).wrote

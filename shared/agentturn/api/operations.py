@@ -26,7 +26,6 @@ from agentturn.api.services import OwnerScopedStore, Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.commands import ResumeCommand
 from agentturn.conversation_list import ConversationDirectory, InvalidCursorError
-from agentturn.conversation_lock import ended_turn
 from agentturn.errors import (
     ConversationBusyError,
     IdempotencyConflictError,
@@ -40,6 +39,7 @@ from agentturn.projection import is_projected
 from agentturn.retry import handoff_delay
 from agentturn.runner import Runner
 from agentturn.state import Turn
+from agentturn.timeline_repair import repair
 
 _log = logging.getLogger("agentturn.api.operations")
 
@@ -158,16 +158,12 @@ class Operations:
         memory = self.services.chat_memory(key)
         messages = memory.get_messages(limit)
         # Read repair: a wait whose card never reached the timeline (its write failed after the snapshot
-        # was saved) would leave the person without a form to fill in.
-        if self._runner_for(caller).repair_timeline(key, messages):
+        # was saved) would leave the person without a form to fill in. It reads who holds the conversation
+        # (a completed turn named there whose answer the timeline shows holds it no more): the view reports that.
+        repaired = repair(self.services.scoped_store(caller), memory, messages)
+        if repaired.wrote:
             messages = memory.get_messages(limit)
-        active = memory.get_active_turn()
-        return MessagesView(
-            conversation_id=conversation_id,
-            # A completed turn stays named in its conversation; its answer in the timeline says it holds it no more.
-            active_turn_id=None if active == ended_turn(messages) else active,
-            messages=messages,
-        )
+        return MessagesView(conversation_id=conversation_id, active_turn_id=repaired.holder, messages=messages)
 
     # ------------------------------------------------------------------ answers
 
