@@ -30,9 +30,16 @@ def stored_status(error: SnapshotUnreadableError) -> TurnStatus | None:
         return None
 
 
-#: The fewest latest messages a start reads, whatever its agent's context window: enough for the previous turn
-#: of most conversations to show its end whole (see :func:`ended_turn`; a longer one is read from its snapshot).
+#: The fewest latest messages a start reads, whatever its agent's context window, so that a completed turn of
+#: up to this many messages shows its end whole (:func:`ended_turn`). A longer one lets go of its conversation
+#: at its end, as other endings do (:func:`frees_by_its_end`).
 ENDED_TURN_PROBE: Final = 16
+
+
+def frees_by_its_end(turn: Turn) -> bool:
+    """Whether ``turn``, ended, leaves its conversation free by what its timeline shows rather than by a release:
+    COMPLETED, and short enough that every start reads it whole."""
+    return turn.status is TurnStatus.COMPLETED and len(turn.messages) <= ENDED_TURN_PROBE
 
 
 def ended_turn(timeline: Sequence[TimelineMessage | ModelMessage]) -> str | None:
@@ -51,7 +58,8 @@ def ended_turn(timeline: Sequence[TimelineMessage | ModelMessage]) -> str | None
     if not isinstance(last, AiMessage) or last.tool_calls or last.turn_id is None:
         return None
     index = message_index(last)
-    if index is None or len(model) <= index:
+    if index is None or len(model) <= index or index >= ENDED_TURN_PROBE:
+        # A longer turn let go at its end (frees_by_its_end): the conversation's head says whether it did.
         return None
     own = model[-(index + 1) :]
     if [message_index(m) if m.turn_id == last.turn_id else None for m in own] != list(range(index + 1)):

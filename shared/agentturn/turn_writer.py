@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 
 from agentturn._clock import Clock, iso
+from agentturn.conversation_lock import frees_by_its_end
 from agentturn.errors import LeaseLostError, VersionConflictError
 from agentturn.events import EventType
 from agentturn.memory import ChatMemory
@@ -103,7 +104,7 @@ class TurnWriter:
     def finish(self, run: Run, status: TurnStatus, error_type: str | None = None, message: str = "") -> None:
         """End the turn with ``status``: cards cancelled, form data dropped, conversation let go (a COMPLETED
         turn's timeline shows that it ended, which frees its conversation without a write of its own:
-        :func:`~agentturn.conversation_lock.ended_turn`)."""
+        :func:`~agentturn.conversation_lock.frees_by_its_end`)."""
         turn = run.turn
         turn.status = status
         turn.phase = TurnPhase.FINISHED
@@ -117,7 +118,7 @@ class TurnWriter:
         turn.retain_until = self._clock() + retention if retention is not None else None
         self.save(run)
         memory = self._memory(turn.conversation_id)
-        if memory is not None and status is not TurnStatus.COMPLETED and is_projected(run.turn):
+        if memory is not None and not frees_by_its_end(run.turn) and is_projected(run.turn):
             # Let go of the conversation only once its timeline is whole: a turn still named there is
             # repaired by whoever comes next (the next turn's start, or a read of the timeline).
             memory.set_active_turn(None, expected=turn.id)

@@ -15,7 +15,14 @@ from agentturn import (
     TurnStatus,
     UserMessage,
 )
-from agentturn.conversation_lock import ConversationLock, ended_turn, holds, stored_status
+from agentturn.conversation_lock import (
+    ENDED_TURN_PROBE,
+    ConversationLock,
+    ended_turn,
+    frees_by_its_end,
+    holds,
+    stored_status,
+)
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
 from agentturn.timeline_identity import stamp
 
@@ -154,3 +161,21 @@ def test_a_running_turn_is_not_taken_over_even_when_a_stale_read_named_an_earlie
 
     # THEN the running turn keeps it
     assert memory("c1").get_active_turn() == "t2"
+
+
+def test_a_completed_turn_longer_than_every_start_reads_shows_no_end_and_lets_go_instead() -> None:
+    # GIVEN a completed turn of more messages than a start reads at least, its timeline whole
+    turn = Turn(id="t1", conversation_id="c1", agent_id="a", agent_version="1", status=TurnStatus.COMPLETED)
+    turn.messages.append(stamp(turn, UserMessage(content="go")))
+    for n in range(ENDED_TURN_PROBE // 2):
+        call = ToolCall(id=f"c{n}", name="x", arguments={})
+        turn.messages.append(stamp(turn, AiMessage(content="", tool_calls=[call])))
+        turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call.id, content="ok", tool_name="x")))
+    turn.messages.append(stamp(turn, AiMessage(content="done")))
+    assert len(turn.messages) > ENDED_TURN_PROBE
+
+    # THEN even the whole timeline shows no end (a start reading only the probe could not see it whole), and
+    # the turn is one that lets go of its conversation when it ends; a short completed one is not
+    assert ended_turn(turn.messages) is None
+    assert not frees_by_its_end(turn)
+    assert frees_by_its_end(_completed("t2"))
