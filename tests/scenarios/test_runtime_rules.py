@@ -219,6 +219,53 @@ def test_one_active_turn_per_conversation(backend: Backend) -> None:
     assert runner.run(agent, "conv", "next").status is TurnStatus.WAITING_FOR_USER
 
 
+class _CountingMemory:
+    """A chat memory provider that counts the calls of each ChatMemory method, by name."""
+
+    def __init__(self, inner: Callable[[str], ChatMemory]) -> None:
+        self.inner = inner
+        self.calls: Counter[str] = Counter()
+
+    def __call__(self, conversation_id: str) -> ChatMemory:
+        memory = self.inner(conversation_id)
+        calls = self.calls
+
+        class Counted:
+            def __getattr__(self, name: str) -> Any:
+                calls[name] += 1
+                return getattr(memory, name)
+
+        return cast("ChatMemory", Counted())
+
+
+class _CountingLoads(DelegatingTurnStore):
+    """A store that records the id of every turn it was asked to load."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.loaded: list[str] = []
+
+    def load(self, turn_id: str) -> Turn:
+        self.loaded.append(turn_id)
+        return self.inner.load(turn_id)
+
+
+class _RecordingSaves(DelegatingTurnStore):
+    """A store that keeps a copy of every turn it was asked to create or save."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.written: list[Turn] = []
+
+    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
+        self.written.append(turn.deep_copy())
+        return self.inner.create(turn, lease=lease)
+
+    def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
+        self.written.append(turn.deep_copy())
+        return self.inner.save(turn, expected_version=expected_version, lease_id=lease_id)
+
+
 def test_a_completed_turn_hands_its_conversation_on_without_a_release_or_a_read_of_it(backend: Backend) -> None:
     # GIVEN a completed form cycle: its turn is still named in the conversation, and its answer is in the timeline
     agent = form_asking_agent()
@@ -241,22 +288,6 @@ def test_a_completed_turn_hands_its_conversation_on_without_a_release_or_a_read_
     assert memory.calls["get_active_turn"] == 0
     assert memory.calls["get_model_messages"] == 1
     assert done.id not in store.loaded
-
-
-class _RecordingSaves(DelegatingTurnStore):
-    """A store that keeps a copy of every turn it was asked to create or save."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.written: list[Turn] = []
-
-    def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
-        self.written.append(turn.deep_copy())
-        return self.inner.create(turn, lease=lease)
-
-    def save(self, turn: Turn, *, expected_version: int, lease_id: str | None = None) -> Turn:
-        self.written.append(turn.deep_copy())
-        return self.inner.save(turn, expected_version=expected_version, lease_id=lease_id)
 
 
 def test_a_reply_that_calls_no_tool_is_only_ever_saved_as_its_completed_turns_last_message(backend: Backend) -> None:
@@ -302,35 +333,6 @@ def test_the_model_context_is_read_from_the_timeline_model_visible_only(backend:
     request = scripted.requests[-1]
     assert [m.type for m in request.messages] == ["user", "ai", "tool", "ai", "user"]
     assert second.final_output == "I remember 5 messages"
-
-
-class _CountingMemory:
-    """A chat memory provider that counts the calls of each ChatMemory method, by name."""
-
-    def __init__(self, inner: Callable[[str], ChatMemory]) -> None:
-        self.inner = inner
-        self.calls: Counter[str] = Counter()
-
-    def __call__(self, conversation_id: str) -> ChatMemory:
-        memory = self.inner(conversation_id)
-        calls = self.calls
-
-        class Counted:
-            def __getattr__(self, name: str) -> Any:
-                calls[name] += 1
-                return getattr(memory, name)
-
-        return cast("ChatMemory", Counted())
-
-
-class _CountingLoads(DelegatingTurnStore):
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.loaded: list[str] = []
-
-    def load(self, turn_id: str) -> Turn:
-        self.loaded.append(turn_id)
-        return self.inner.load(turn_id)
 
 
 def test_a_run_reads_the_conversation_history_once_for_all_its_model_calls(backend: Backend) -> None:
