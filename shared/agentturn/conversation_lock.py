@@ -1,10 +1,10 @@
 """A conversation runs one turn at a time: taking and checking its active turn.
 
-A COMPLETED turn stays named in its conversation: its timeline shows that it ended (:func:`ended_turn`), and the
-next start, which reads that timeline for its model anyway, takes over from it in one conditional write. Any
-other end lets go (``set_active_turn(None, expected=turn_id)``, a write only the turn named there can make); a
-turn that ended without either is found ended by the next start, which takes over after making its timeline
-whole.
+A COMPLETED turn (of up to :data:`ENDED_TURN_PROBE` messages) stays named in its conversation: its timeline shows
+that it ended (:func:`ended_turn`), and the next start, which reads that timeline for its model anyway, takes over
+from it in one conditional write. Any other end lets go (``set_active_turn(None, expected=turn_id)``, a write only
+the turn named there can make); a turn that ended without either is found ended by the next start, which takes
+over after making its timeline whole.
 """
 
 from __future__ import annotations

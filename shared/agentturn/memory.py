@@ -53,8 +53,8 @@ class ChatMemory(Protocol):
 
     def get_active_turn(self) -> str | None:
         """The id of the turn that took the conversation last and has not let go of it, if any. It holds the
-        conversation, unless it COMPLETED and the timeline shows its end: a completed turn writes no release
-        (:func:`agentturn.conversation_lock.ended_turn`)."""
+        conversation, unless it COMPLETED and the timeline shows its end: such a turn writes no release
+        (:func:`agentturn.conversation_lock.ended_turn`, :func:`~agentturn.conversation_lock.frees_by_its_end`)."""
         ...
 
     def set_active_turn(

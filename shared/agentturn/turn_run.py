@@ -36,8 +36,8 @@ class Run:
     #: the turn holds a model reply that the next step's save carries (see :class:`ModelStep`): the run may not
     #: stop before that step
     unsaved: bool = False
-    #: the conversation's earlier messages in the agent's window, read by the run's first model call (see
-    #: :meth:`ModelStep._context`)
+    #: the conversation's earlier messages in the agent's window, read once per run: by the start that made the
+    #: turn, or by the run's first model call (see :meth:`ModelStep._context`)
     history: list[ModelMessage] | None = None
 
 
