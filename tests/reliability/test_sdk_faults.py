@@ -422,6 +422,7 @@ def _check(world: World, reference: Outcome) -> dict[str, int]:
             http_event("http_start_turn.json", path=path, body={"input": text, "agentId": agent_id}, sub=SUB)
         )
         assert following.status == 200, f"{where}: the next start answered {following.status}: {following.body}"
+        assert memory.get_active_turn() == following.json["turnId"], f"{where}: the next turn does not hold it"
     # The snapshot is the truth: re-projecting it (what the next turn of the conversation does) repairs the rest.
     project(world.checker.load(turn.id), memory)
     problem = _divergence(turn, memory)
