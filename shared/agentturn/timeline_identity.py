@@ -34,18 +34,20 @@ def card_sort_key(turn: Turn, call_id: str) -> str:
     return f"{message_sort_key(turn, len(turn.messages))}.00"
 
 
+def _message_id(turn_id: str, index: int) -> str:
+    return f"{turn_id}:m:{index:05d}"
+
+
 def message_identity(turn: Turn, index: int) -> dict[str, str]:
     """The identity of the turn's message at ``index``."""
-    return {"message_id": f"{turn.id}:m:{index:05d}", "turn_id": turn.id, "sort_key": message_sort_key(turn, index)}
+    return {"message_id": _message_id(turn.id, index), "turn_id": turn.id, "sort_key": message_sort_key(turn, index)}
 
 
 def message_index(message: ModelMessage) -> int | None:
-    """The position in its turn of a message that has its implied identity; ``None`` for one that does not."""
+    """The position in its turn of a message that has its implied id; ``None`` for one that does not."""
     turn_id, message_id = message.turn_id, message.message_id
-    if not turn_id or not message_id or not message_id.startswith(f"{turn_id}:m:"):
-        return None
-    digits = message_id[len(turn_id) + 3 :]
-    if len(digits) != 5 or not digits.isdigit():
+    digits = (message_id or "").rpartition(":m:")[2]
+    if not turn_id or not digits.isdigit() or message_id != _message_id(turn_id, int(digits)):
         return None
     return int(digits)
 
