@@ -358,8 +358,9 @@ class Runner:
         turn = self.store.create(turn, lease=lease)
         history: list[ModelMessage] | None = None
         if memory is not None and fetched is not None:
-            history = context_history(fetched, turn.id, window)
             self._conversations.take(memory, turn, ended=ended_turn(fetched))
+            # Only a held turn runs on here; a worker reads the history for one handed to it.
+            history = context_history(fetched, turn.id, window) if hold else None
         self._events.emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version, status=turn.status.value)
         self._events.emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
         if not hold:
