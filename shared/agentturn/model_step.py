@@ -5,15 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from agentturn.agent import Agent
 from agentturn.call_ids import unique_call_ids
 from agentturn.chat import ChatModel, ChatRequest, can_stream, collect
 from agentturn.errors import ModelError
 from agentturn.events import EventType
-from agentturn.forms import REQUEST_USER_INPUT
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
-from agentturn.messages import AiMessage, ModelMessage, ToolCall, UserMessage
+from agentturn.messages import AiMessage, ModelMessage, UserMessage
 from agentturn.registry import AgentRegistry
 from agentturn.retry import RetryPolicy
 from agentturn.sequencer import EventSequencer
@@ -72,14 +70,12 @@ class ModelStep:
         if reply.tool_calls:
             turn.pending_tool_calls = list(reply.tool_calls)
             turn.phase = TurnPhase.TOOLS
-            if _acts_on_nothing(agent, reply.tool_calls[0]):
-                # The tool step's next save carries this reply: nothing acts on the world before it (the call
-                # asks for a form, or names no tool of the agent), so a crash before it only asks the model again.
-                run.unsaved = True
-            else:
-                # Saved before a tool can act on the world: its call (and idempotency key) must survive a crash.
-                # The timeline gets the reply with the tool's result, in one batch (see TurnWriter.save).
-                self._writer.save(run, project_later=True)
+            # The tool step's next save carries this reply. Until then a crash only asks the model again: the
+            # control tool and an unknown tool act on nothing, and a business tool's call is saved before the
+            # tool learns its idempotency key (``ToolContext.idempotency_key``), the one thing of this reply it
+            # can hand to the world. A tool that never asks for its key has no write a replay could recognise,
+            # so saving its call first would buy nothing but a write.
+            run.unsaved = True
             self._events.emit(run.turn, EventType.STEP_COMPLETED, kind="MODEL", ok=True)
             return
         turn.final_output = reply.content
@@ -160,9 +156,3 @@ def context_history(fetched: Sequence[ModelMessage], turn_id: str, window: int) 
     while history and not isinstance(history[0], UserMessage):
         history.pop(0)
     return history
-
-
-def _acts_on_nothing(agent: Agent, call: ToolCall) -> bool:
-    """Whether the tool step settles ``call`` without running anything of the agent's (the control tool asks
-    for a form; an unknown tool gets an error result) and saves before it moves on to another call."""
-    return call.name not in agent.tools or (call.name == REQUEST_USER_INPUT and agent.user_input_tool is not None)

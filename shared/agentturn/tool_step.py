@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from pydantic_core import to_jsonable_python
 from agentturn import tool_results
 from agentturn._clock import Clock
 from agentturn.agent import Agent, ApprovalVerdict, ToolApprovalDecision
-from agentturn.errors import ToolProtocolError, TurnNotFoundError
+from agentturn.errors import LeaseLostError, ToolProtocolError, TurnNotFoundError, VersionConflictError
 from agentturn.events import EventType
 from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired
 from agentturn.lease_keeper import LeaseKeeper
@@ -162,6 +163,7 @@ class ToolStep:
     def _execute(self, run: Run, call: ToolCall, tool: Tool) -> None:
         turn = run.turn
         state = turn.tool_state(call.id)
+        durable = _DurableCall(run, self._writer)
         replay = state.submitted_form_data is not None
         # Approved with edits: the tool runs with the person's arguments, and sees them as its call's.
         arguments = dict(state.edited_arguments) if state.edited_arguments is not None else dict(call.arguments)
@@ -183,6 +185,7 @@ class ToolStep:
                 turn, EventType.TOOL_PROGRESS, toolCallId=call.id, stage=stage, data=dict(data or {})
             ),
             _cancel_probe=lambda: self._cancel_requested(turn.id),
+            _make_durable=durable if run.unsaved else None,
         )
         try:
             with tool_context(context), self._leases.heartbeat(run):
@@ -190,6 +193,9 @@ class ToolStep:
         except LeaseGone:
             raise
         except FormRequired as signal:
+            durable.raise_if_failed()
+            # The save of the call (if the tool asked for its key) replaced the run's copy of the turn.
+            turn, state = run.turn, run.turn.tool_state(call.id)
             if replay or state.form_requested:
                 error = ToolProtocolError(
                     f"tool {call.name!r} raised FormRequired again after the form was submitted",
@@ -207,6 +213,8 @@ class ToolStep:
             self._suspend_for_form(run, call, signal.form, "TOOL")
             return
         except Exception as exc:
+            durable.raise_if_failed()
+            turn = run.turn
             message = f"{type(exc).__name__}: {exc}"
             self._events.emit(turn, EventType.TOOL_FAILED, toolCallId=call.id, toolName=call.name, error=message)
             if agent_of(run, self._agents).policy.on_tool_error == "fail_turn":
@@ -215,7 +223,8 @@ class ToolStep:
                 return
             self._complete(run, call, tool_results.tool_failed(message))
             return
-        self._events.emit(turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
+        durable.raise_if_failed()
+        self._events.emit(run.turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
         self._complete(run, call, _jsonable(result))
 
     def _cancel_requested(self, turn_id: str) -> bool:
@@ -289,6 +298,35 @@ class ToolStep:
             actionIds=[s.correlation_id for s in turn.suspensions],
             actions=[_action_summary(s) for s in turn.suspensions],
         )
+
+
+class _DurableCall:
+    """Saves the run's unsaved turn (the model's reply holding the call) the first time the tool asks for its
+    idempotency key, and keeps a failed save to raise again once the tool is back (a tool may swallow it)."""
+
+    def __init__(self, run: Run, writer: TurnWriter) -> None:
+        self._run = run
+        self._writer = writer
+        self._lease_id = run.lease.lease_id if run.lease is not None else ""
+        self._lock = threading.Lock()  # a tool may ask from several threads of its own
+        self._failure: LeaseGone | VersionConflictError | None = None
+
+    def __call__(self) -> None:
+        with self._lock:
+            if self._failure is not None:
+                raise LeaseLostError(self._run.turn.id, self._lease_id) from self._failure
+            if not self._run.unsaved:
+                return
+            try:
+                self._writer.save(self._run, project_later=True)
+            except (LeaseGone, VersionConflictError) as exc:
+                self._failure = exc
+                raise LeaseLostError(self._run.turn.id, self._lease_id) from exc
+
+    def raise_if_failed(self) -> None:
+        """After the tool: nothing it did or returned is kept if its call could not be saved."""
+        if self._failure is not None:
+            raise LeaseGone from self._failure
 
 
 def _action_summary(suspension: Suspension) -> dict[str, Any]:

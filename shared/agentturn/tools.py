@@ -91,10 +91,19 @@ class ToolContext:
     form_submitted: bool = False
     _progress: ProgressSink | None = field(default=None, repr=False)
     _cancel_probe: Callable[[], bool] | None = field(default=None, repr=False)
+    #: saves the call before its key is first handed out, when it is not saved yet (see the property)
+    _make_durable: Callable[[], None] | None = field(default=None, repr=False)
 
     @property
     def idempotency_key(self) -> str:
-        """Stable across replays of the same logical tool call: use it for every external write."""
+        """Stable across replays of the same logical tool call: use it for every external write.
+
+        The first time a tool asks for it, the runtime saves the call if it was not saved yet, so that a replay
+        after a crash is this same call with this same key. That save can fail (another worker took the turn
+        over): then this raises, the tool must not act, and whatever it returns is discarded.
+        """
+        if self._make_durable is not None:
+            self._make_durable()
         return f"{self.turn_id}:{self.tool_call_id}"
 
     def emit_progress(self, stage: str, data: Mapping[str, Any] | None = None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from tests.unit.conftest import Parts
 
 from agentturn import (
@@ -17,10 +18,12 @@ from agentturn import (
     TurnStatus,
 )
 from agentturn.agent import ToolApprovalDecision
+from agentturn.errors import LeaseLostError
 from agentturn.forms import FormDefinition, UserInputTool
 from agentturn.state import TurnPhase
 from agentturn.timeline_identity import stamp
-from agentturn.turn_run import Run
+from agentturn.tools import ToolContext
+from agentturn.turn_run import LeaseGone, Run
 
 ADDRESS = FormDefinition("address", "Where to ship", {"type": "object", "properties": {"city": {"type": "string"}}})
 
@@ -187,3 +190,75 @@ def test_a_failing_tool_is_reported_to_the_model_or_fails_the_turn_as_the_policy
     assert told.turn.status is TurnStatus.RUNNING
     assert failed.turn.status is TurnStatus.FAILED
     assert failed.turn.error is not None and failed.turn.error.type == "tool_error"
+
+
+def test_a_call_is_saved_before_its_tool_learns_its_idempotency_key(parts: Parts) -> None:
+    # GIVEN a model reply not saved yet (the model step leaves it to the tool step) calling a tool that looks at
+    # what is stored when it gets its key
+    stored_when_keyed: list[list[str]] = []
+
+    def refund(arguments: dict[str, Any]) -> str:
+        key = ToolContext.current().idempotency_key
+        stored_when_keyed.append([c.id for c in parts.store.load(run.turn.id).pending_tool_calls])
+        return key
+
+    agent = Agent("shop", "help", ScriptedChatModel([]), tools=[Tool("refund", "Refund", refund)])
+    run = calling(parts, agent, ToolCall(id="c1", name="refund", arguments={}))
+    run.unsaved = True
+    before = parts.store.load(run.turn.id).version
+
+    # WHEN the tool step runs it
+    parts.tool_step(run)
+
+    # THEN the call was stored before the key was handed out, and the result was saved after: two writes
+    assert stored_when_keyed == [["c1"]]
+    assert last_result(run) == f"{run.turn.id}:c1"
+    stored = parts.store.load(run.turn.id)
+    assert stored.version == before + 2
+    assert stored.messages[-1].type == "tool"
+
+
+def test_a_tool_that_never_asks_for_its_key_costs_one_write_for_its_call_and_result(parts: Parts) -> None:
+    # GIVEN an unsaved model reply calling a tool that does not take its idempotency key
+    ledger = Ledger()
+    run = calling(parts, agent_with(ledger), ToolCall(id="c1", name="refund", arguments={"amount": 5}))
+    run.unsaved = True
+    before = parts.store.load(run.turn.id).version
+
+    # WHEN the tool step runs it
+    parts.tool_step(run)
+
+    # THEN the reply and the result reached the store in one write
+    stored = parts.store.load(run.turn.id)
+    assert stored.version == before + 1
+    assert [m.type for m in stored.messages] == ["ai", "tool"]
+    assert not run.unsaved
+
+
+def test_a_key_whose_call_cannot_be_saved_stops_the_tool_and_keeps_nothing(parts: Parts) -> None:
+    # GIVEN an unsaved reply calling a tool, and another worker that took the turn over meanwhile
+    seen: list[str] = []
+
+    def refund(arguments: dict[str, Any]) -> str:
+        try:
+            return f"refunded under {ToolContext.current().idempotency_key}"
+        except LeaseLostError as exc:
+            seen.append(type(exc).__name__)
+        return "refunded anyway"  # a tool that swallows the error
+
+    agent = Agent("shop", "help", ScriptedChatModel([]), tools=[Tool("refund", "Refund", refund)])
+    run = calling(parts, agent, ToolCall(id="c1", name="refund", arguments={}))
+    run.unsaved = True
+    parts.clock.advance(parts.lease_seconds + 1)
+    assert parts.store.claim(run.turn.id, "w2", parts.lease_seconds) is not None
+    before = parts.store.load(run.turn.id)
+
+    # WHEN the tool step runs it
+    with pytest.raises(LeaseGone):
+        parts.tool_step(run)
+
+    # THEN the tool was told its key cannot be had, and neither its call nor its result was stored
+    assert seen == ["LeaseLostError"]
+    after = parts.store.load(run.turn.id)
+    assert after.version == before.version
+    assert after.messages == before.messages
