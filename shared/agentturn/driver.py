@@ -95,7 +95,10 @@ class TurnDriver:
                 if not run.turn.is_due(self._clock()):
                     # In the backoff of a failed attempt: the caller hands it on with the remaining delay.
                     break
-                if run.should_yield is not None and not run.unsaved and run.should_yield():
+                if run.should_yield is not None and run.should_yield():
+                    if run.unsaved:
+                        # What the run holds unsaved (a model reply, an idempotent tool's result) is handed on.
+                        self._writer.save(run, project_later=True)
                     break
                 self._leases.renew(run)
                 if run.turn.phase is TurnPhase.TOOLS and run.turn.pending_tool_calls:

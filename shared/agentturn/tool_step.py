@@ -225,7 +225,7 @@ class ToolStep:
             return
         durable.raise_if_failed()
         self._events.emit(run.turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
-        self._complete(run, call, _jsonable(result))
+        self._complete(run, call, _jsonable(result), rerunnable=tool.idempotent)
 
     def _cancel_requested(self, turn_id: str) -> bool:
         try:
@@ -240,8 +240,9 @@ class ToolStep:
         turn.status = TurnStatus.RUNNING
         self._events.emit(turn, EventType.STEP_STARTED, kind="TOOL", step=turn.step_count, toolName=call.name)
 
-    def _complete(self, run: Run, call: ToolCall, content: Any) -> None:
-        """The call's ToolMessage, then a snapshot: one boundary per tool result."""
+    def _complete(self, run: Run, call: ToolCall, content: Any, *, rerunnable: bool = False) -> None:
+        """The call's ToolMessage, then a snapshot: one boundary per tool result. ``rerunnable``: the result of
+        an idempotent tool, which the run's next save carries instead (a crash before it runs the tool again)."""
         turn = run.turn
         turn.pending_tool_calls = [c for c in turn.pending_tool_calls if c.id != call.id]
         state = turn.tool_states.get(call.id)
@@ -262,7 +263,10 @@ class ToolStep:
             block(turn)
             self._blocked(run, call)
             return
-        self._writer.save(run, project_later=True)
+        if rerunnable:
+            run.unsaved = True
+        else:
+            self._writer.save(run, project_later=True)
         self._events.emit(run.turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name)
 
     def _suspend_for_form(self, run: Run, call: ToolCall, form: FormDefinition, target: InputTarget) -> None:
@@ -302,31 +306,36 @@ class ToolStep:
 
 class _DurableCall:
     """Saves the run's unsaved turn (the model's reply holding the call) the first time the tool asks for its
-    idempotency key, and keeps a failed save to raise again once the tool is back (a tool may swallow it)."""
+    idempotency key, and keeps a failed save to raise again once the tool is back (a tool may swallow it): the
+    run then fails as it would had the save come before the tool, never as the tool's own failure."""
 
     def __init__(self, run: Run, writer: TurnWriter) -> None:
         self._run = run
         self._writer = writer
         self._lease_id = run.lease.lease_id if run.lease is not None else ""
         self._lock = threading.Lock()  # a tool may ask from several threads of its own
-        self._failure: LeaseGone | VersionConflictError | None = None
+        self._failure: Exception | None = None
 
     def __call__(self) -> None:
         with self._lock:
-            if self._failure is not None:
+            if self._failure is None and self._run.unsaved:
+                try:
+                    self._writer.save(self._run, project_later=True)
+                except Exception as exc:
+                    self._failure = exc
+            if isinstance(self._failure, LeaseGone | VersionConflictError):
+                # Another holder has the turn: the key of a call it may never make must not be used.
                 raise LeaseLostError(self._run.turn.id, self._lease_id) from self._failure
-            if not self._run.unsaved:
-                return
-            try:
-                self._writer.save(self._run, project_later=True)
-            except (LeaseGone, VersionConflictError) as exc:
-                self._failure = exc
-                raise LeaseLostError(self._run.turn.id, self._lease_id) from exc
+            if self._failure is not None:
+                raise self._failure
 
     def raise_if_failed(self) -> None:
         """After the tool: nothing it did or returned is kept if its call could not be saved."""
-        if self._failure is not None:
-            raise LeaseGone from self._failure
+        failure = self._failure
+        if isinstance(failure, LeaseGone | VersionConflictError):
+            raise LeaseGone from failure
+        if failure is not None:
+            raise failure
 
 
 def _action_summary(suspension: Suspension) -> dict[str, Any]:

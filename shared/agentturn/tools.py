@@ -22,7 +22,7 @@ _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 class Tool:
     """A tool the model may call. ``function(arguments)`` returns any JSON-serialisable value."""
 
-    @keyword_only_with_positional_fallback
+    @keyword_only_with_positional_fallback(through="metadata")
     def __init__(
         self,
         name: str,
@@ -31,6 +31,7 @@ class Tool:
         *,
         parameters: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        idempotent: bool = False,
     ) -> None:
         if not isinstance(name, str) or not _TOOL_NAME.match(name):
             raise ValueError(f"tool name {name!r} must match {_TOOL_NAME.pattern}")
@@ -41,6 +42,10 @@ class Tool:
         self.function = function
         self.parameters: dict[str, Any] = copy.deepcopy(dict(parameters or _EMPTY_PARAMETERS))
         self.metadata: dict[str, Any] = copy.deepcopy(dict(metadata or {}))
+        #: Running the tool again for the same call (the same ``ToolContext.idempotency_key``) changes nothing
+        #: beyond what its first run did. Its result is then not saved on its own: the run's next save carries
+        #: it (one write less per call), and a crash before that runs the tool again, with the same key.
+        self.idempotent = idempotent
 
     @classmethod
     def from_function(
@@ -50,6 +55,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        idempotent: bool = False,
     ) -> Tool:
         """A tool whose parameter JSON Schema is derived from ``function``'s type hints and docstring.
 
@@ -60,7 +66,9 @@ class Tool:
         """
         from agentturn.typed_tools import tool_from_function  # pydantic model building: only when used
 
-        return tool_from_function(function, name=name, description=description, metadata=metadata)
+        return tool_from_function(
+            function, name=name, description=description, metadata=metadata, idempotent=idempotent
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

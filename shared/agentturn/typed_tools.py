@@ -171,6 +171,7 @@ def tool_from_function(
     name: str | None = None,
     description: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    idempotent: bool = False,
 ) -> Tool:
     """See :meth:`agentturn.Tool.from_function`."""
     if not callable(function):
@@ -197,7 +198,7 @@ def tool_from_function(
         return function(**{field: getattr(parsed, field) for field in names})
 
     call.__wrapped__ = function  # type: ignore[attr-defined]  # what the Tool calls, for introspection and tests
-    return Tool(tool_name, text, call, parameters=parameters_schema(model), metadata=metadata)
+    return Tool(tool_name, text, call, parameters=parameters_schema(model), metadata=metadata, idempotent=idempotent)
 
 
 @overload
@@ -206,7 +207,11 @@ def tool(function: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, metadata: Mapping[str, Any] | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -217,16 +222,20 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """``@tool`` or ``@tool(name=..., description=..., metadata=...)``: the decorated function becomes a Tool.
+    """``@tool`` or ``@tool(name=..., description=..., metadata=..., idempotent=...)``: the decorated function
+    becomes a Tool (``idempotent``: see :attr:`agentturn.Tool.idempotent`).
 
     The parameter schema comes from the type hints (and ``Annotated[..., Field(...)]`` constraints), the
     description and per-parameter texts from the docstring (Google, NumPy or reST style).
     """
     if function is not None:
-        return tool_from_function(function, name=name, description=description, metadata=metadata)
+        return tool_from_function(
+            function, name=name, description=description, metadata=metadata, idempotent=idempotent
+        )
 
     def decorate(fn: Callable[..., Any]) -> Tool:
-        return tool_from_function(fn, name=name, description=description, metadata=metadata)
+        return tool_from_function(fn, name=name, description=description, metadata=metadata, idempotent=idempotent)
 
     return decorate

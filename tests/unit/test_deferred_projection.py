@@ -101,12 +101,11 @@ def test_the_tool_result_and_the_final_answer_reach_the_timeline_in_one_batch(pa
 
 
 def test_a_run_that_stops_after_a_tool_result_still_projects_it(parts: Parts) -> None:
-    # GIVEN a turn whose model calls a tool, and a worker told to yield once the tool step is done (it is not
-    # asked between the model's reply and the tool step, which saves that reply)
+    # GIVEN a turn whose model calls a tool, and a worker told to yield once the tool step is done
     runs: list[dict[str, Any]] = []
     model = ScriptedChatModel(lookup_then_answer)
     run = parts.new_run(agent_with_lookup(model, runs), leased=False)
-    probes = iter([False, True])
+    probes = iter([False, False, True])
 
     # WHEN the worker runs it
     left = driver(parts).continue_turn(
@@ -229,3 +228,75 @@ def test_a_card_missing_from_the_timeline_is_written_when_the_guess_fails(parts:
     entries = memory.get_messages()
     assert [m.type for m in entries] == ["ai", "agent_form", "tool", "ai"]
     assert isinstance(entries[1], FormMessage) and entries[1].status == "SUBMITTED"
+
+
+def keyed_lookup_agent(model: ScriptedChatModel, effects: dict[str, int]) -> Agent:
+    """An agent whose ``lookup`` is declared idempotent: it counts its runs per idempotency key."""
+
+    def lookup(arguments: dict[str, Any]) -> str:
+        key = ToolContext.current().idempotency_key
+        effects[key] = effects.get(key, 0) + 1
+        return "42"
+
+    return Agent("a", "x", model, tools=[Tool("lookup", "looks up", lookup, idempotent=True)])
+
+
+def test_an_idempotent_tools_result_rides_on_the_next_save(parts: Parts) -> None:
+    # GIVEN a turn whose model calls an idempotent tool, then answers
+    effects: dict[str, int] = {}
+    run = parts.new_run(keyed_lookup_agent(ScriptedChatModel(lookup_then_answer), effects), leased=False)
+    before = parts.store.load(run.turn.id).version
+
+    # WHEN a worker runs it
+    done = driver(parts).continue_turn(run.turn.id, lease=None, should_yield=None, turn=None, created_here=False)
+
+    # THEN it ran once, and the turn was written twice: the call before the key was handed out, then the result
+    # with the answer (a tool that is not idempotent costs a write more: the result on its own)
+    assert done.status is TurnStatus.COMPLETED
+    assert list(effects.values()) == [1]
+    assert done.version == before + 2
+    assert timeline(parts) == ["ai", "tool", "ai"]
+
+
+def test_a_worker_that_dies_after_an_idempotent_tool_runs_it_again_with_the_same_key(parts: Parts) -> None:
+    # GIVEN an idempotent tool that ran, and a worker that dies in the next model call (the result unsaved)
+    effects: dict[str, int] = {}
+
+    def dies_on_the_answer(request: ChatRequest) -> AiMessage:
+        if any(isinstance(m, ToolMessage) for m in request.messages):
+            raise Crash
+        return lookup_then_answer(request)
+
+    run = parts.new_run(keyed_lookup_agent(ScriptedChatModel(dies_on_the_answer), effects), leased=False)
+    with pytest.raises(Crash):
+        driver(parts).continue_turn(run.turn.id, lease=None, should_yield=None, turn=None, created_here=False)
+    assert [m.type for m in parts.store.load(run.turn.id).messages] == ["ai"]
+
+    # WHEN its lease expires and another worker continues the turn
+    parts.clock.advance(parts.lease_seconds + 1)
+    parts.agents.register(keyed_lookup_agent(ScriptedChatModel(lookup_then_answer), effects))
+    done = driver(parts, "w2").continue_turn(run.turn.id, lease=None, should_yield=None, turn=None, created_here=False)
+
+    # THEN the saved call ran again under its one key, and the turn completed whole
+    assert done.status is TurnStatus.COMPLETED
+    assert effects == {f"{run.turn.id}:call-1": 2}
+    assert timeline(parts) == ["ai", "tool", "ai"]
+
+
+def test_a_run_told_to_yield_saves_what_it_holds_unsaved_first(parts: Parts) -> None:
+    # GIVEN a turn whose model calls an idempotent tool, and a worker told to yield right after the tool step
+    effects: dict[str, int] = {}
+    model = ScriptedChatModel(lookup_then_answer)
+    run = parts.new_run(keyed_lookup_agent(model, effects), leased=False)
+    probes = iter([False, False, True])
+
+    # WHEN the worker runs it
+    left = driver(parts).continue_turn(
+        run.turn.id, lease=None, should_yield=lambda: next(probes), turn=None, created_here=False
+    )
+
+    # THEN it stopped runnable with the tool's result saved (the next worker does not run the tool again)
+    assert left.status.is_runnable
+    assert len(model.requests) == 1
+    assert [m.type for m in parts.store.load(run.turn.id).messages] == ["ai", "tool"]
+    assert list(effects.values()) == [1]

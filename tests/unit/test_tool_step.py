@@ -18,7 +18,7 @@ from agentturn import (
     TurnStatus,
 )
 from agentturn.agent import ToolApprovalDecision
-from agentturn.errors import LeaseLostError
+from agentturn.errors import LeaseLostError, StorageUnavailableError
 from agentturn.forms import FormDefinition, UserInputTool
 from agentturn.state import TurnPhase
 from agentturn.timeline_identity import stamp
@@ -262,3 +262,34 @@ def test_a_key_whose_call_cannot_be_saved_stops_the_tool_and_keeps_nothing(parts
     after = parts.store.load(run.turn.id)
     assert after.version == before.version
     assert after.messages == before.messages
+
+
+def test_a_key_whose_save_fails_in_storage_fails_the_run_not_the_tool(
+    parts: Parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an unsaved reply calling a tool that asks for its key, and a store that is unreachable for that save
+    ran: list[str] = []
+
+    def refund(arguments: dict[str, Any]) -> str:
+        ran.append(ToolContext.current().idempotency_key)
+        return "refunded"
+
+    agent = Agent("shop", "help", ScriptedChatModel([]), tools=[Tool("refund", "Refund", refund)])
+    run = calling(parts, agent, ToolCall(id="c1", name="refund", arguments={}))
+    run.unsaved = True
+    before = parts.store.load(run.turn.id)
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise StorageUnavailableError("throttled")
+
+    monkeypatch.setattr(parts.store, "save", unreachable)
+
+    # WHEN the tool step runs it
+    with pytest.raises(StorageUnavailableError):
+        parts.tool_step(run)
+
+    # THEN the tool never got its key, and no "tool failed" result was made of the storage error
+    assert ran == []
+    monkeypatch.undo()
+    assert parts.store.load(run.turn.id).messages == before.messages
+    assert not any(m.type == "tool" for m in run.turn.messages)

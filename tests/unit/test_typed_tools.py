@@ -74,6 +74,10 @@ def test_the_decorator_and_from_function_make_the_same_tool() -> None:
     assert isinstance(bare, Tool) and bare.parameters == Tool.from_function(reserve_meeting_room).parameters
     assert (named.name, named.description, named.metadata) == ("book", "Book it", {"team": "ops"})
     assert named.parameters == bare.parameters
+    # AND a tool is not idempotent unless it says so, whichever way it was made
+    assert not bare.idempotent and not named.idempotent
+    assert tool(idempotent=True)(reserve_meeting_room).idempotent
+    assert Tool.from_function(reserve_meeting_room, idempotent=True).idempotent
 
 
 def test_the_function_gets_validated_typed_keyword_arguments() -> None:

@@ -238,6 +238,7 @@ def _support_tool(ledger: TicketLedger) -> Tool:
         "create_support_ticket",
         "创建故障工单 (create an incident ticket)",
         create_support_ticket,
+        idempotent=True,  # the ledger keys every write by the call's idempotency key
         parameters={
             "type": "object",
             "properties": {
@@ -261,6 +262,7 @@ def _meeting_tool(ledger: TicketLedger) -> Tool:
         "reserve_meeting_room",
         "根据完整资料预定会议室 (book a room from complete details)",
         reserve_meeting_room,
+        idempotent=True,  # the ledger keys every write by the call's idempotency key
         parameters={"type": "object", "properties": {"topic": {"type": "string"}}},
     )
 
@@ -273,6 +275,7 @@ def _refund_tool(ledger: TicketLedger) -> Tool:
         "issue_refund",
         "Refund an order (moves money: needs a person's approval)",
         issue_refund,
+        idempotent=True,  # the ledger keys every write by the call's idempotency key
         parameters={
             "type": "object",
             "properties": {"orderId": {"type": "string"}, "amount": {"type": "number"}},
