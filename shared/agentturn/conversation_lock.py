@@ -79,8 +79,10 @@ class ConversationLock:
     def __init__(self, store: TurnStore) -> None:
         self._store = store
 
-    def take(self, memory: ChatMemory, turn: Turn, *, ended: str | None = None) -> None:
-        """Make ``turn`` the conversation's active turn, or remove it and raise ConversationBusyError.
+    def take(self, memory: ChatMemory, turn: Turn, *, ended: str | None = None) -> bool:
+        """Make ``turn`` the conversation's active turn, or remove it and raise ConversationBusyError; ``True``
+        when the conversation was as the caller read it (the first write took it), ``False`` when the turn
+        took it over from another turn found named there (whose timeline may then have been made whole).
 
         Optimistic: the common case costs one conditional write, expecting either no turn or ``ended``, the turn
         whose completed end the conversation's timeline shows (:func:`ended_turn`; the caller read it). The turn
@@ -90,7 +92,7 @@ class ConversationLock:
         # The conversations list is written by this same take (it costs no request of its own).
         listing = listing_for(turn)
         if _take(memory, turn.id, ended, listing):
-            return
+            return True
         previous = memory.get_active_turn()
         if previous is None:
             taken = _take(memory, turn.id, None, listing)
@@ -100,6 +102,7 @@ class ConversationLock:
             # Lost the conversation: leave no trace of this turn.
             self._store.delete(turn.id, expected_version=turn.version)
             raise ConversationBusyError(memory.conversation_id, previous)
+        return False
 
     def _previous_finished(self, memory: ChatMemory, previous_id: str) -> bool:
         """Whether the turn named in the conversation has ended (then its timeline is made whole first)."""

@@ -115,7 +115,7 @@ class ModelStep:
         turn = run.turn
         window = agent_of(run, self._agents).policy.context_window
         memory = self._memory(turn.conversation_id)
-        if memory is None or window <= 0:
+        if memory is None or window <= 0 or turn.history_empty:
             return []
         return context_history(memory.get_model_messages(window + turn.projection.messages), turn.id, window)
 

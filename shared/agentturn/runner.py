@@ -358,9 +358,12 @@ class Runner:
         turn = self.store.create(turn, lease=lease)
         history: list[ModelMessage] | None = None
         if memory is not None and fetched is not None:
-            self._conversations.take(memory, turn, ended=ended_turn(fetched))
+            as_read = self._conversations.take(memory, turn, ended=ended_turn(fetched))
             # Only a held turn runs on here; a worker reads the history for one handed to it.
             history = context_history(fetched, turn.id, window) if hold else None
+            # Nothing before this turn, and nobody wrote since the read (the take expected what it showed): its
+            # later runs skip the read. Stored by the turn's next save; a turn that never gets one reads it.
+            turn.history_empty = as_read and not fetched
         self._events.emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version, status=turn.status.value)
         self._events.emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
         if not hold:

@@ -268,6 +268,9 @@ class Turn(WireModel):
     retain_until: float | None = None
     #: Set while the turn waits to be tried again after a failure that may pass; cleared by a run that works.
     retry: RetryState | None = None
+    #: The conversation held no message when this turn took it, so the turn's model calls have no history to
+    #: read (no other turn writes to the conversation while this one holds it). Stored only when true.
+    history_empty: bool = False
 
     @model_validator(mode="before")
     @classmethod
