@@ -34,7 +34,6 @@ BUCKET: Final = "team-snapshots"
 BUCKET_ARN: Final = f"arn:aws:s3:::{BUCKET}"
 
 TIMELINE: Final = {
-    "dynamodb:BatchWriteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:Query",

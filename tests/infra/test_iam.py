@@ -14,7 +14,7 @@ import pytest
 
 from tests.infra.synth import Synth, refs
 
-TIMELINE = {"dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+TIMELINE = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 BLOBS = {"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}
 LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 XRAY = {"xray:PutTelemetryRecords", "xray:PutTraceSegments"}

@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 
 from agentturn import AiMessage, Turn, TurnStatus, UserMessage, VersionConflictError
 from agentturn.aws.body_codec import inflate
-from agentturn.aws.chat_memory import DynamoDBChatMemory, TimelineWriteError
+from agentturn.aws.chat_memory import DynamoDBChatMemory, item_size
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.errors import BodyTooLargeError, StorageError
 from agentturn.messages import FormMessage
@@ -130,12 +130,12 @@ def test_each_chat_memory_operation_is_one_request(session: AwsSession) -> None:
     )
 
     # WHEN each operation runs once
-    # THEN each is one request: appends (a batch of model messages is one BatchWriteItem), the card's
-    # compare-and-set (won or lost), the model's context, and the active-turn head; the timeline is two
+    # THEN each is one request: appends (small model messages of one turn are one group, one PutItem), the
+    # card's compare-and-set (won or lost), the model's context, and the active-turn head; the timeline is two
     # (it merges the model's range with the cards')
     with requests(client) as counts:
         memory.append_all(turn.messages)
-    assert counts == {"BatchWriteItem": 1}
+    assert counts == {"PutItem": 1}
     with requests(client) as counts:
         assert memory.append(card) is True
         assert memory.append(card) is False
@@ -281,54 +281,88 @@ def test_other_aws_errors_are_not_disguised(session: AwsSession, clock: FakeCloc
     assert isinstance(failure.value.__cause__, ClientError)
 
 
-# ------------------------------------------------------------------------------------------- batching
+# ------------------------------------------------------------------------------------------- groups
 
 
-class _Throttling:
-    """Delegates to a real client, but BatchWriteItem leaves its last item unprocessed ``times`` times."""
-
-    def __init__(self, client: Any, times: int) -> None:
-        self._client = client
-        self.times = times
-        self.calls = 0
-
-    def batch_write_item(self, RequestItems: dict[str, list[Any]]) -> dict[str, Any]:
-        self.calls += 1
-        ((table, requests_),) = RequestItems.items()
-        if self.times > 0:
-            self.times -= 1
-            if len(requests_) > 1:
-                self._client.batch_write_item(RequestItems={table: requests_[:-1]})
-            return {"UnprocessedItems": {table: requests_[-1:]}}
-        response: dict[str, Any] = self._client.batch_write_item(RequestItems=RequestItems)
-        return response
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
+def _items(session: AwsSession, conversation_id: str) -> list[dict[str, Any]]:
+    """The conversation's model-range items as stored."""
+    response = session.dynamodb.query(
+        TableName=session.names.conversations_table,
+        KeyConditionExpression="conversationId = :c AND begins_with(sk, :p)",
+        ExpressionAttributeValues={":c": {"S": conversation_id}, ":p": {"S": "t#"}},
+        ConsistentRead=True,
+    )
+    return list(response["Items"])
 
 
-def test_unprocessed_batch_items_are_retried_then_reported(
-    session: AwsSession, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # GIVEN DynamoDB throttling part of a batch twice (backoff sleeps skipped)
-    monkeypatch.setattr("agentturn.aws.chat_memory.time.sleep", lambda _: None)
-    throttling = _Throttling(session.dynamodb, times=2)
-    conversation = DynamoDBChatMemory(session.names.conversations_table, client=throttling)(new_conversation_id())
+def _said(turn: Turn, *texts: str) -> list[UserMessage]:
+    messages: list[UserMessage] = []
+    for text in texts:
+        messages.append(stamp(turn, UserMessage(content=text)))
+        turn.messages.append(messages[-1])  # stamp numbers a message by the turn's messages before it
+    return messages
+
+
+def test_small_messages_of_one_turn_go_as_one_item_of_one_write_unit(session: AwsSession) -> None:
+    # GIVEN four short messages of one turn and one of another
+    conversation_id = new_conversation_id()
+    memory = session.chat_memory()(conversation_id)
+    first, second = new_turn(), new_turn()
+    batch = [*_said(first, "a", "b", "c", "d"), *_said(second, "e")]
+
+    # WHEN they are appended in one batch
+    with requests(session.dynamodb) as counts:
+        memory.append_all(batch)
+
+    # THEN the first turn's are one group of at most 1 KB (keyed by its last), the other turn's apart: two
+    # requests, two write units; and they read back in order, each once, the latest ones included
+    items = _items(session, conversation_id)
+    assert counts == {"PutItem": 2}
+    assert sorted(int(item.get("n", {"N": "1"})["N"]) for item in items) == [1, 4]
+    assert all(item_size(item) <= 1024 for item in items)
+    group = next(item for item in items if "n" in item)
+    assert group["messageId"]["S"] == batch[3].message_id
+    in_order = sorted(batch, key=lambda m: (m.sort_key, m.message_id))
+    assert memory.get_messages() == in_order
+    assert memory.get_model_messages(2) == in_order[3:]
+    assert memory.get_message(batch[1].message_id) == batch[1]
+
+
+def test_a_group_never_replaces_a_larger_one_and_overlaps_read_once(session: AwsSession) -> None:
+    # GIVEN a newer projection's group of four messages, and stale or overlapping ones written after it
+    conversation_id = new_conversation_id()
+    memory = session.chat_memory()(conversation_id)
     turn = new_turn()
-    for i in range(3):
-        turn.messages.append(stamp(turn, UserMessage(content=str(i))))
-    messages = list(turn.messages)
+    m = _said(turn, "m0", "m1", "m2", "m3", "m4")
+    memory.append_all(m[:4])
 
-    # WHEN a batch is appended
-    conversation.append_all(messages)
+    # WHEN a stale projector writes a smaller group ending at the same message, one the same message alone,
+    # and a projection from another mark writes a group that overlaps the first
+    memory.append_all(m[2:4])
+    assert memory.append(m[3]) is False
+    memory.append_all(m[2:5])
 
-    # THEN the unprocessed items were retried until written
-    assert conversation.get_messages() == messages
-    assert throttling.calls == 3
+    # THEN the larger group stayed, and every message reads once, in order, whatever the limit
+    counts = sorted(int(item.get("n", {"N": "1"})["N"]) for item in _items(session, conversation_id))
+    assert counts == [3, 4]
+    assert memory.get_model_messages() == m
+    assert memory.get_messages(3) == m[2:]
+    assert memory.get_model_messages(1) == m[4:]
 
-    # AND when throttling does not stop, the append fails with a clear error after bounded retries
-    stubborn = _Throttling(session.dynamodb, times=1000)
-    stuck = DynamoDBChatMemory(session.names.conversations_table, client=stubborn)(new_conversation_id())
-    with pytest.raises(TimelineWriteError, match="unprocessed"):
-        stuck.append_all(messages)
-    assert stubborn.calls == 8
+
+def test_a_message_over_1_kb_is_an_item_of_its_own(session: AwsSession) -> None:
+    # GIVEN a short message between two long ones of one turn, stored uncompressed
+    conversation_id = new_conversation_id()
+    memory = DynamoDBChatMemory(session.names.conversations_table, client=session.dynamodb, compress_threshold=10**9)(
+        conversation_id
+    )
+    turn = new_turn()
+    batch = _said(turn, "x" * 1200, "short", "y" * 1200)
+
+    # WHEN they are appended
+    memory.append_all(batch)
+
+    # THEN nothing was grouped with a message that alone fills a write unit, and all read back
+    items = _items(session, conversation_id)
+    assert len(items) == 3 and not any("n" in item for item in items)
+    assert memory.get_messages() == batch

@@ -289,18 +289,18 @@ def test_a_card_update_whose_answer_is_lost_is_an_update_and_the_card_stays_read
 
 
 def test_a_batch_append_whose_answer_is_lost_stores_each_entry_once(faulty: Faulty) -> None:
-    # GIVEN a turn's messages (more than one: a BatchWriteItem)
+    # GIVEN a turn's messages (more than one: a group, one conditional PutItem)
     memory = faulty.memory(new_conversation_id())
     turn = new_turn()
     turn.messages.append(stamp(turn, AiMessage(content="a")))
     turn.messages.append(stamp(turn, UserMessage(content="b")))
 
-    # WHEN the batch lands and its answer is lost
-    faulty.fail("dynamodb.BatchWriteItem")
+    # WHEN the group lands and its answer is lost (the SDK's retry meets the group it wrote)
+    faulty.fail("dynamodb.PutItem")
     memory.append_all(turn.messages)
 
-    # THEN every entry is there once
-    _landed_twice(faulty, "dynamodb.BatchWriteItem")
+    # THEN the append succeeded, and every entry is there once
+    _landed_twice(faulty, "dynamodb.PutItem")
     assert memory.get_messages() == turn.messages
 
 

@@ -3,7 +3,9 @@
 Items of a conversation (partition key ``conversationId``)::
 
     sk = "t#<sort_key>\\x1f<message_id>"   a model-visible entry (user, ai, tool message): messageId, body
-                                           (S JSON, or B zlib, or bodyRef to S3)
+                                           (S JSON, or B zlib, or bodyRef to S3); or a group of consecutive
+                                           messages of one turn, keyed by its last (``n``: how many; the
+                                           body a JSON array)
     sk = "c#<sort_key>\\x1f<message_id>"   a card (form, approval): the same, plus its version and type (the
                                            compare-and-set condition)
     sk = "head"                            the conversation's head: activeTurnId
@@ -20,10 +22,19 @@ key *and* id; the projection derives both deterministically from the snapshot, s
 always has the same pair.)
 
 Requests: ``get_model_messages`` one Query, ``get_messages`` two (more only past 1 MB of results),
-``append`` one PutItem, ``append_all`` one BatchWriteItem per 25 model messages (plus one PutItem per
+``append`` one PutItem, ``append_all`` one conditional PutItem per group of model messages (plus one per
 card), ``update_message`` one conditional PutItem, ``get_active_turn`` one GetItem, ``set_active_turn``
 one conditional UpdateItem; ``get_message`` a Query walking the cards back from the newest (a model message,
-which nothing in the runtime asks for by id, walks the model entries after that).
+which nothing in the runtime asks for by id, walks the model entries after that, reading the groups' bodies).
+
+Groups: a write unit is billed per started KB of each item, and the messages of one projection (a user's
+input and the model's call; a tool's result and the model's answer) are a few hundred bytes each. So
+``append_all`` packs consecutive messages of one turn into items of at most 1 KB: one write unit where each
+message alone would bill one. A group is keyed by its *last* message, so the latest N items always hold the
+latest N messages (the item holding a message is keyed at or after it), and reads take each message once
+(by id) in ``(sort_key, message_id)`` order, whichever items hold it. Projections that start at different
+marks may group the same message twice; a group never replaces one that holds more messages at the same
+key (its condition), so a stale projector cannot drop what a newer one wrote.
 
 Writes whose answer is lost (DESIGN invariant 10): every conditional write asks for the item its condition
 saw (``ALL_OLD``), and finding there its own nonce (``writeId`` on entries; the turn id it set on the head)
@@ -36,10 +47,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import random
-import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter
@@ -78,9 +87,20 @@ if TYPE_CHECKING:
 _log = logging.getLogger("agentturn.aws.chat_memory")
 
 T = TypeVar("T")
+M = TypeVar("M", bound="_Entry")
+
+
+class _Entry(Protocol):
+    """What ordering entries needs of a message."""
+
+    message_id: str
+    sort_key: str
+
 
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
 _MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
+_TIMELINE_GROUP: TypeAdapter[list[TimelineMessage]] = TypeAdapter(list[TimelineMessage])
+_MODEL_GROUP: TypeAdapter[list[ModelMessage]] = TypeAdapter(list[ModelMessage])
 
 _CID: Final = tables.CONVERSATION_ID
 _SK: Final = tables.ENTRY_KEY
@@ -88,6 +108,10 @@ _MESSAGE_ID: Final = tables.MESSAGE_ID
 _BODY: Final = BODY
 _BODY_REF: Final = BODY_REF
 _VERSION: Final = "version"
+#: On a group item only: how many messages its body holds.
+_COUNT: Final = "n"
+#: The size a group may reach: one write unit.
+_GROUP_BYTES: Final = 1024
 _TYPE: Final = "type"
 _ACTIVE_TURN: Final = "activeTurnId"
 _LIST_OWNER: Final = tables.LIST_OWNER
@@ -104,18 +128,13 @@ _NAMES: Final = {
     "#sk": _SK,
     "#mid": _MESSAGE_ID,
     "#v": _VERSION,
+    "#n": _COUNT,
     "#type": _TYPE,
     "#at": _ACTIVE_TURN,
     "#lo": _LIST_OWNER,
     "#la": _LAST_ACTIVITY,
     "#ti": _TITLE,
 }
-#: BatchWriteItem takes at most 25 requests.
-_BATCH_SIZE: Final = 25
-#: Retries of unprocessed batch items (throttling): about 6 s in all before giving up.
-_BATCH_ATTEMPTS: Final = 8
-_BACKOFF_BASE: Final = 0.05
-_BACKOFF_CAP: Final = 2.0
 
 
 def _names(expression: str) -> dict[str, str]:
@@ -123,7 +142,10 @@ def _names(expression: str) -> dict[str, str]:
 
 
 class TimelineWriteError(StorageUnavailableError):
-    """Timeline entries could not be written (still throttled after bounded retries): retryable later."""
+    """Timeline entries could not be written (still throttled after bounded retries): retryable later.
+
+    Kept importable for callers that catch it: this version writes entries with PutItem, which botocore retries
+    when throttled, and a write that still fails is a :class:`~agentturn.errors.StorageUnavailableError`."""
 
 
 def entry_key(message: TimelineMessage) -> str:
@@ -136,9 +158,40 @@ def _sort_key_of(key: str, message_id: str) -> str:
     return key[len(_CARD_PREFIX) : len(key) - len(message_id) - len(_SEPARATOR)]
 
 
-def _order(item: Item) -> str:
-    """``sort_key + "\\x1f" + message_id`` of an entry item: the timeline's order across both ranges."""
-    return (as_str(item.get(_SK)) or "")[len(_MODEL_PREFIX) :]
+def _position(message: _Entry) -> str:
+    """``sort_key + "\\x1f" + message_id``: the timeline's order (an item key without its range prefix)."""
+    return f"{message.sort_key}{_SEPARATOR}{message.message_id}"
+
+
+def _once_in_order(messages: Sequence[M]) -> list[M]:
+    """Each message once (by id: two groups may hold it), in the timeline's order."""
+    unique: dict[str, M] = {}
+    for message in messages:
+        unique.setdefault(message.message_id, message)
+    return sorted(unique.values(), key=_position)
+
+
+def _latest(messages: list[M], limit: int | None) -> list[M]:
+    if limit is None:
+        return messages
+    return messages[-limit:] if limit > 0 else []
+
+
+def item_size(item: Item) -> int:
+    """DynamoDB's size of ``item`` (what its write units are billed on): names and values, in bytes."""
+    size = 0
+    for name, value in item.items():
+        size += len(name.encode())
+        if "S" in value:
+            size += len(str(value["S"]).encode())
+        elif "B" in value:
+            size += len(cast("bytes", value["B"]))
+        elif "N" in value:
+            digits = str(value["N"]).lstrip("-").replace(".", "").strip("0") or "0"
+            size += (len(digits) + 1) // 2 + 1
+        else:
+            size += len(str(value).encode())  # not used by entries; counted generously
+    return size
 
 
 def _require_id(message: TimelineMessage) -> None:
@@ -267,6 +320,29 @@ class DynamoDBConversation:
             item[_TYPE] = {"S": message.type}
         return item
 
+    def _group_item(self, messages: Sequence[TimelineMessage]) -> Item:
+        """One item holding ``messages`` (consecutive, of one turn), keyed by the last; a fresh ``writeId``."""
+        last = messages[-1]
+        key = entry_key(last)
+        text = "[" + ",".join(self._serializer.dumps(message) for message in messages) + "]"
+        write_id = new_write_id()
+        item: Item = {
+            _CID: {"S": self.conversation_id},
+            _SK: {"S": key},
+            _MESSAGE_ID: {"S": last.message_id},
+            WRITE_ID: {"S": write_id},
+            _COUNT: {"N": str(len(messages))},
+        }
+        item.update(
+            self._codec.encode(
+                text,
+                # A group at a key may be replaced by a larger one: every write gets its own object.
+                object_key=lambda: self._object_key(key, write_id, immutable=False),
+                what=f"timeline group ending at {last.message_id!r}",
+            )
+        )
+        return item
+
     def _object_key(self, key: str, write_id: str, *, immutable: bool) -> str:
         digest = hashlib.sha256(f"{self.conversation_id}\n{key}".encode()).hexdigest()[:32]
         if immutable:
@@ -280,22 +356,11 @@ class DynamoDBConversation:
         text = self._codec.decode(item, what=f"timeline entry {as_str(item.get(_MESSAGE_ID))!r}")
         return self._serializer.loads(text, schema)
 
-    def _batch_put(self, items: list[Item]) -> None:
-        """BatchWriteItem in chunks of 25, retrying unprocessed items with bounded, jittered backoff."""
-        for start in range(0, len(items), _BATCH_SIZE):
-            pending: list[Any] = [{"PutRequest": {"Item": item}} for item in items[start : start + _BATCH_SIZE]]
-            for attempt in range(_BATCH_ATTEMPTS):
-                response = self._client.batch_write_item(RequestItems={self._table: pending})
-                pending = list(response.get("UnprocessedItems", {}).get(self._table, []))
-                if not pending:
-                    break
-                if attempt + 1 < _BATCH_ATTEMPTS:
-                    time.sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))
-            else:
-                raise TimelineWriteError(
-                    f"{len(pending)} timeline entries of table {self._table!r} were still unprocessed "
-                    f"after {_BATCH_ATTEMPTS} attempts"
-                )
+    def _decode_all(self, item: Item, one: TypeAdapter[M], group: TypeAdapter[list[M]]) -> list[M]:
+        """The messages an item holds: one, or a group's."""
+        if _COUNT in item:
+            return self._decode(item, group)
+        return [self._decode(item, one)]
 
     # ------------------------------------------------------------------ reads
 
@@ -331,14 +396,17 @@ class DynamoDBConversation:
         return items
 
     def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
-        # The latest ``limit`` of both ranges hold the latest ``limit`` of the merged timeline.
-        items = sorted(self._query(_MODEL_PREFIX, limit) + self._query(_CARD_PREFIX, limit), key=_order)
-        if limit is not None:
-            items = items[-limit:] if limit > 0 else []
-        return [self._decode(item, _TIMELINE) for item in items]
+        # The latest ``limit`` items of both ranges hold the latest ``limit`` of the merged timeline (a group is
+        # keyed by its last message).
+        items = self._query(_MODEL_PREFIX, limit) + self._query(_CARD_PREFIX, limit)
+        messages = _once_in_order([m for item in items for m in self._decode_all(item, _TIMELINE, _TIMELINE_GROUP)])
+        return _latest(messages, limit)
 
     def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
-        return [self._decode(item, _MODEL) for item in self._query(_MODEL_PREFIX, limit)]
+        items = self._query(_MODEL_PREFIX, limit)
+        return _latest(
+            _once_in_order([m for item in items for m in self._decode_all(item, _MODEL, _MODEL_GROUP)]), limit
+        )
 
     def _search(self, prefix: str, message_id: str) -> Item | None:
         """The entry with ``message_id`` in the ``prefix`` range, walking it back from its end: a card looked
@@ -370,10 +438,42 @@ class DynamoDBConversation:
             kwargs["ExclusiveStartKey"] = start
 
     def get_message(self, message_id: str) -> TimelineMessage | None:
-        item = self._search(_CARD_PREFIX, message_id) or self._search(_MODEL_PREFIX, message_id)
-        if item is None or (_BODY not in item and _BODY_REF not in item):
+        item = self._search(_CARD_PREFIX, message_id)
+        if item is None:
+            return self._find_model_message(message_id)
+        if _BODY not in item and _BODY_REF not in item:
             return None
         return self._decode(item, _TIMELINE)
+
+    def _find_model_message(self, message_id: str) -> TimelineMessage | None:
+        """A model message by id, walking the model range back from its end once: the item it is alone in, or
+        a group (which holds it only if its body says so)."""
+        condition = "#cid = :cid AND begins_with(#sk, :prefix)"
+        kwargs: dict[str, Any] = {}
+        while True:
+            response = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression=condition,
+                FilterExpression="#mid = :mid OR attribute_exists(#n)",
+                ExpressionAttributeNames=_names(condition + "#mid#n"),
+                ExpressionAttributeValues={
+                    ":cid": {"S": self.conversation_id},
+                    ":prefix": {"S": _MODEL_PREFIX},
+                    ":mid": {"S": message_id},
+                },
+                ConsistentRead=self._consistent,
+                ScanIndexForward=False,
+                **kwargs,
+            )
+            for raw in response.get("Items", []):
+                item = cast("Item", raw)
+                found = [m for m in self._decode_all(item, _TIMELINE, _TIMELINE_GROUP) if m.message_id == message_id]
+                if found:
+                    return found[0]
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                return None
+            kwargs["ExclusiveStartKey"] = start
 
     # ------------------------------------------------------------------ writes
 
@@ -400,23 +500,60 @@ class DynamoDBConversation:
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
         for message in messages:
             _require_id(message)
-        # Model messages are immutable: re-putting one writes the very same item, so an unconditional batch
-        # is idempotent. Cards change after they are appended: they go one by one, only if absent.
+        # Model messages are immutable: they go in groups of up to 1 KB (see the module's docstring). Cards
+        # change after they are appended: they go one by one, only if absent.
         immutable: dict[str, TimelineMessage] = {}
         cards: list[TimelineMessage] = []
         for message in messages:
             if message.model_visible:
-                # A batch may not name a key twice; the first occurrence wins, as in the reference.
+                # The first occurrence of a key wins, as in the reference.
                 immutable.setdefault(entry_key(message), message)
             else:
                 cards.append(message)
-        if len(immutable) == 1:
-            # One entry: a conditional put costs the same request and skips the index writes when present.
-            self.append(next(iter(immutable.values())))
-        elif immutable:
-            self._batch_put([self._item(m) for m in immutable.values()])
+        # In timeline order: a group is keyed by its last message, which must be its latest (see _groups).
+        for group in self._groups(sorted(immutable.values(), key=_position)):
+            if len(group) == 1:
+                self.append(group[0])
+            else:
+                self._put_group(group)
         for card in cards:
             self.append(card)
+
+    def _groups(self, messages: list[TimelineMessage]) -> list[list[TimelineMessage]]:
+        """``messages`` (in timeline order) cut into runs of one turn whose group item is at most 1 KB (a message
+        larger than that alone). Each run is keyed by its last message, its latest: so the item holding a
+        message is keyed at or after it, and the latest N items hold the latest N messages."""
+        groups: list[list[TimelineMessage]] = []
+        current: list[TimelineMessage] = []
+        for message in messages:
+            candidate = [*current, message]
+            fits = bool(current) and current[-1].turn_id == message.turn_id
+            if fits and item_size(self._group_item(candidate)) <= _GROUP_BYTES:
+                current = candidate
+                continue
+            if current:
+                groups.append(current)
+            current = [message]
+        if current:
+            groups.append(current)
+        return groups
+
+    def _put_group(self, group: Sequence[TimelineMessage]) -> None:
+        """Put a group unless its key holds a larger one (a newer projection's): never fewer messages there."""
+        condition = "attribute_not_exists(#sk) OR attribute_not_exists(#n) OR #n <= :n"
+        item = self._group_item(group)
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(condition),
+                ExpressionAttributeValues={":n": item[_COUNT]},
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            # A group holding these messages and more is there already: nothing is missing.
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
         _require_id(message)

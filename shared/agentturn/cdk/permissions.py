@@ -9,7 +9,7 @@ Derived from the adapters' code (``agentturn.aws``), operation by operation:
                                 ``find_runnable`` / ``find_overdue`` Query on the sparse ``runnable`` /
                                 ``overdue`` index, and ``find_runnable`` BatchGetItem of the candidates'
                                 items (the keys-only ``runnable`` index holds no lease) (the sweeper)
-``DynamoDBChatMemory``          ``append_all`` BatchWriteItem · ``append`` / card replace PutItem ·
+``DynamoDBChatMemory``          ``append_all`` (groups of messages) / ``append`` / card replace PutItem ·
                                 ``get_message`` / ``get_active_turn`` GetItem · ``set_active_turn``
                                 UpdateItem · timeline reads Query on the table (it has no index)
 ``BlobStore`` (S3 spill-over)   GetObject / PutObject / DeleteObject under ``turns/`` (snapshots) and
@@ -62,7 +62,6 @@ TURN_BATCH_READ: Final = ("dynamodb:BatchGetItem",)
 #: Everything the chat memory (timeline) does, reads and writes: each function that runs the Runner
 #: projects the snapshot onto the timeline (cards included), so they all need the whole set.
 TIMELINE: Final = (
-    "dynamodb:BatchWriteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:Query",

@@ -121,6 +121,23 @@ class ChatMemorySuite:
         # THEN all are there, in sort-key order
         assert memory.get_messages() == messages
 
+    def test_overlapping_batches_keep_each_message_once_in_order(self, memory_kit: ChatMemoryKit) -> None:
+        # GIVEN a turn's first four messages appended, then batches from other projection marks: a stale one
+        # inside the first, one that overlaps its end and goes on
+        memory = memory_kit.memory(new_conversation_id())
+        messages: list[TimelineMessage] = [user(i) if i % 2 == 0 else ai(i) for i in range(6)]
+        memory.append_all(messages[:4])
+
+        # WHEN they are appended
+        memory.append_all(messages[2:4])
+        memory.append_all(messages[2:6])
+
+        # THEN every message is there once, in order, the latest ones by any limit, and each found by id
+        assert memory.get_messages() == messages
+        assert memory.get_messages(3) == messages[3:]
+        assert memory.get_model_messages(1) == messages[5:]
+        assert [memory.get_message(m.message_id) for m in messages] == messages
+
     def test_an_entry_needs_a_message_id(self, memory_kit: ChatMemoryKit) -> None:
         # GIVEN a message without timeline identity
         memory = memory_kit.memory(new_conversation_id())
