@@ -56,12 +56,30 @@ def lookup_then_answer(request: ChatRequest) -> AiMessage:
     return AiMessage(tool_calls=[ToolCall(id="call-1", name="lookup", arguments={"q": "x"})])
 
 
+def dies_on_the_answer(request: ChatRequest) -> AiMessage:
+    """The model of a worker that dies in the model call after the tool's result."""
+    if any(isinstance(m, ToolMessage) for m in request.messages):
+        raise Crash
+    return lookup_then_answer(request)
+
+
 def agent_with_lookup(model: ScriptedChatModel, runs: list[dict[str, Any]]) -> Agent:
     def lookup(arguments: dict[str, Any]) -> str:
         runs.append(arguments)
         return "42"
 
     return Agent("a", "x", model, tools=[Tool("lookup", "looks up", lookup)])
+
+
+def keyed_lookup_agent(model: ScriptedChatModel, effects: dict[str, int], *, idempotent: bool = True) -> Agent:
+    """An agent whose ``lookup`` counts its runs per idempotency key (and says it is idempotent, by default)."""
+
+    def lookup(arguments: dict[str, Any]) -> str:
+        key = ToolContext.current().idempotency_key
+        effects[key] = effects.get(key, 0) + 1
+        return "42"
+
+    return Agent("a", "x", model, tools=[Tool("lookup", "looks up", lookup, idempotent=idempotent)])
 
 
 def record_batches(parts: Parts) -> list[list[str]]:
@@ -100,11 +118,13 @@ def test_the_tool_result_and_the_final_answer_reach_the_timeline_in_one_batch(pa
     assert batches == [["ai", "tool", "ai"]]
 
 
-def test_a_run_that_stops_after_a_tool_result_still_projects_it(parts: Parts) -> None:
-    # GIVEN a turn whose model calls a tool, and a worker told to yield once the tool step is done
-    runs: list[dict[str, Any]] = []
+@pytest.mark.parametrize("idempotent", [False, True], ids=["tool", "idempotent_tool"])
+def test_a_run_that_stops_after_a_tool_result_still_projects_it(parts: Parts, idempotent: bool) -> None:
+    # GIVEN a turn whose model calls a tool, and a worker told to yield once the tool step is done (an idempotent
+    # tool's result is not saved on its own: the yield saves it first)
+    effects: dict[str, int] = {}
     model = ScriptedChatModel(lookup_then_answer)
-    run = parts.new_run(agent_with_lookup(model, runs), leased=False)
+    run = parts.new_run(keyed_lookup_agent(model, effects, idempotent=idempotent), leased=False)
     probes = iter([False, False, True])
 
     # WHEN the worker runs it
@@ -112,9 +132,11 @@ def test_a_run_that_stops_after_a_tool_result_still_projects_it(parts: Parts) ->
         run.turn.id, lease=None, should_yield=lambda: next(probes), turn=None, created_here=False
     )
 
-    # THEN it stopped runnable after the tool, and the timeline already holds the tool's result
+    # THEN it stopped runnable after the tool, with the result saved (the next worker does not run the tool
+    # again), and the timeline already holds it
     assert left.status.is_runnable
     assert len(model.requests) == 1
+    assert list(effects.values()) == [1]
     assert timeline(parts) == ["ai", "tool"]
     assert parts.store.load(run.turn.id).messages[-1].type == "tool"
 
@@ -122,11 +144,6 @@ def test_a_run_that_stops_after_a_tool_result_still_projects_it(parts: Parts) ->
 def test_a_worker_that_dies_after_a_tool_result_leaves_it_to_the_next_one(parts: Parts) -> None:
     # GIVEN a turn whose tool ran and was saved, and a worker that dies in the next model call
     runs: list[dict[str, Any]] = []
-
-    def dies_on_the_answer(request: ChatRequest) -> AiMessage:
-        if any(isinstance(m, ToolMessage) for m in request.messages):
-            raise Crash
-        return lookup_then_answer(request)
 
     run = parts.new_run(agent_with_lookup(ScriptedChatModel(dies_on_the_answer), runs), leased=False)
     with pytest.raises(Crash):
@@ -230,17 +247,6 @@ def test_a_card_missing_from_the_timeline_is_written_when_the_guess_fails(parts:
     assert isinstance(entries[1], FormMessage) and entries[1].status == "SUBMITTED"
 
 
-def keyed_lookup_agent(model: ScriptedChatModel, effects: dict[str, int]) -> Agent:
-    """An agent whose ``lookup`` is declared idempotent: it counts its runs per idempotency key."""
-
-    def lookup(arguments: dict[str, Any]) -> str:
-        key = ToolContext.current().idempotency_key
-        effects[key] = effects.get(key, 0) + 1
-        return "42"
-
-    return Agent("a", "x", model, tools=[Tool("lookup", "looks up", lookup, idempotent=True)])
-
-
 def test_an_idempotent_tools_result_rides_on_the_next_save(parts: Parts) -> None:
     # GIVEN a turn whose model calls an idempotent tool, then answers
     effects: dict[str, int] = {}
@@ -262,11 +268,6 @@ def test_a_worker_that_dies_after_an_idempotent_tool_runs_it_again_with_the_same
     # GIVEN an idempotent tool that ran, and a worker that dies in the next model call (the result unsaved)
     effects: dict[str, int] = {}
 
-    def dies_on_the_answer(request: ChatRequest) -> AiMessage:
-        if any(isinstance(m, ToolMessage) for m in request.messages):
-            raise Crash
-        return lookup_then_answer(request)
-
     run = parts.new_run(keyed_lookup_agent(ScriptedChatModel(dies_on_the_answer), effects), leased=False)
     with pytest.raises(Crash):
         driver(parts).continue_turn(run.turn.id, lease=None, should_yield=None, turn=None, created_here=False)
@@ -281,22 +282,3 @@ def test_a_worker_that_dies_after_an_idempotent_tool_runs_it_again_with_the_same
     assert done.status is TurnStatus.COMPLETED
     assert effects == {f"{run.turn.id}:call-1": 2}
     assert timeline(parts) == ["ai", "tool", "ai"]
-
-
-def test_a_run_told_to_yield_saves_what_it_holds_unsaved_first(parts: Parts) -> None:
-    # GIVEN a turn whose model calls an idempotent tool, and a worker told to yield right after the tool step
-    effects: dict[str, int] = {}
-    model = ScriptedChatModel(lookup_then_answer)
-    run = parts.new_run(keyed_lookup_agent(model, effects), leased=False)
-    probes = iter([False, False, True])
-
-    # WHEN the worker runs it
-    left = driver(parts).continue_turn(
-        run.turn.id, lease=None, should_yield=lambda: next(probes), turn=None, created_here=False
-    )
-
-    # THEN it stopped runnable with the tool's result saved (the next worker does not run the tool again)
-    assert left.status.is_runnable
-    assert len(model.requests) == 1
-    assert [m.type for m in parts.store.load(run.turn.id).messages] == ["ai", "tool"]
-    assert list(effects.values()) == [1]

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 from botocore.exceptions import ClientError
@@ -297,23 +297,30 @@ class DynamoDBConversation:
 
     # ------------------------------------------------------------------ items
 
-    def _item(self, message: TimelineMessage) -> Item:
-        """The entry's item (its spilled body, if any, already written), with a fresh ``writeId``."""
-        key = entry_key(message)
-        text = self._serializer.dumps(message)
+    def _entry(self, key: str, message_id: str, text: str, *, immutable: bool, what: str) -> Item:
+        """An entry's item at ``key``: its id, a fresh ``writeId`` and the body (its spilled object, if any,
+        already written; ``immutable``: the same text is always written under this key)."""
         write_id = new_write_id()
         item: Item = {
             _CID: {"S": self.conversation_id},
             _SK: {"S": key},
-            _MESSAGE_ID: {"S": message.message_id},
+            _MESSAGE_ID: {"S": message_id},
             WRITE_ID: {"S": write_id},
         }
+        # The key of a spilled body is worked out only for a body that spills.
         item.update(
-            self._codec.encode(
-                text,
-                object_key=lambda: self._object_key(key, write_id, immutable=message.model_visible),
-                what=f"timeline entry {message.message_id!r}",
-            )
+            self._codec.encode(text, object_key=lambda: self._object_key(key, write_id, immutable=immutable), what=what)
+        )
+        return item
+
+    def _item(self, message: TimelineMessage) -> Item:
+        """The entry's item (its spilled body, if any, already written), with a fresh ``writeId``."""
+        item = self._entry(
+            entry_key(message),
+            message.message_id,
+            self._serializer.dumps(message),
+            immutable=message.model_visible,
+            what=f"timeline entry {message.message_id!r}",
         )
         if isinstance(message, FormMessage | ApprovalMessage):
             item[_VERSION] = {"N": str(message.version)}
@@ -323,24 +330,15 @@ class DynamoDBConversation:
     def _group_item(self, messages: Sequence[TimelineMessage]) -> Item:
         """One item holding ``messages`` (consecutive, of one turn), keyed by the last; a fresh ``writeId``."""
         last = messages[-1]
-        key = entry_key(last)
-        text = "[" + ",".join(self._serializer.dumps(message) for message in messages) + "]"
-        write_id = new_write_id()
-        item: Item = {
-            _CID: {"S": self.conversation_id},
-            _SK: {"S": key},
-            _MESSAGE_ID: {"S": last.message_id},
-            WRITE_ID: {"S": write_id},
-            _COUNT: {"N": str(len(messages))},
-        }
-        item.update(
-            self._codec.encode(
-                text,
-                # A group at a key may be replaced by a larger one: every write gets its own object.
-                object_key=lambda: self._object_key(key, write_id, immutable=False),
-                what=f"timeline group ending at {last.message_id!r}",
-            )
+        item = self._entry(
+            entry_key(last),
+            last.message_id,
+            "[" + ",".join(self._serializer.dumps(message) for message in messages) + "]",
+            # A group at a key may be replaced by a larger one: every write gets its own object.
+            immutable=False,
+            what=f"timeline group ending at {last.message_id!r}",
         )
+        item[_COUNT] = {"N": str(len(messages))}
         return item
 
     def _object_key(self, key: str, write_id: str, *, immutable: bool) -> str:
@@ -408,18 +406,17 @@ class DynamoDBConversation:
             _once_in_order([m for item in items for m in self._decode_all(item, _MODEL, _MODEL_GROUP)]), limit
         )
 
-    def _search(self, prefix: str, message_id: str) -> Item | None:
-        """The entry with ``message_id`` in the ``prefix`` range, walking it back from its end: a card looked
-        up by id (the projection's repair, a card whose sort key moved) is nearly always one of the newest,
-        and an index to find it would bill a write unit on every card write."""
+    def _walk_back(self, prefix: str, message_id: str, matching: str) -> Iterator[Item]:
+        """The ``prefix`` range's items that pass the filter ``matching`` (on ``:mid``, the id looked for), from
+        the newest, one page at a time (a caller that stops early reads no further page)."""
         condition = "#cid = :cid AND begins_with(#sk, :prefix)"
         kwargs: dict[str, Any] = {}
         while True:
             response = self._client.query(
                 TableName=self._table,
                 KeyConditionExpression=condition,
-                FilterExpression="#mid = :mid",
-                ExpressionAttributeNames=_names(condition + "#mid"),
+                FilterExpression=matching,
+                ExpressionAttributeNames=_names(condition + matching),
                 ExpressionAttributeValues={
                     ":cid": {"S": self.conversation_id},
                     ":prefix": {"S": prefix},
@@ -429,13 +426,17 @@ class DynamoDBConversation:
                 ScanIndexForward=False,
                 **kwargs,
             )
-            items = response.get("Items", [])
-            if items:
-                return cast("Item", items[0])
+            yield from (cast("Item", raw) for raw in response.get("Items", []))
             start = response.get("LastEvaluatedKey")
             if start is None:
-                return None
+                return
             kwargs["ExclusiveStartKey"] = start
+
+    def _search(self, prefix: str, message_id: str) -> Item | None:
+        """The entry with ``message_id`` in the ``prefix`` range, walking it back from its end: a card looked
+        up by id (the projection's repair, a card whose sort key moved) is nearly always one of the newest,
+        and an index to find it would bill a write unit on every card write."""
+        return next(self._walk_back(prefix, message_id, "#mid = :mid"), None)
 
     def get_message(self, message_id: str) -> TimelineMessage | None:
         item = self._search(_CARD_PREFIX, message_id)
@@ -448,32 +449,11 @@ class DynamoDBConversation:
     def _find_model_message(self, message_id: str) -> TimelineMessage | None:
         """A model message by id, walking the model range back from its end once: the item it is alone in, or
         a group (which holds it only if its body says so)."""
-        condition = "#cid = :cid AND begins_with(#sk, :prefix)"
-        kwargs: dict[str, Any] = {}
-        while True:
-            response = self._client.query(
-                TableName=self._table,
-                KeyConditionExpression=condition,
-                FilterExpression="#mid = :mid OR attribute_exists(#n)",
-                ExpressionAttributeNames=_names(condition + "#mid#n"),
-                ExpressionAttributeValues={
-                    ":cid": {"S": self.conversation_id},
-                    ":prefix": {"S": _MODEL_PREFIX},
-                    ":mid": {"S": message_id},
-                },
-                ConsistentRead=self._consistent,
-                ScanIndexForward=False,
-                **kwargs,
-            )
-            for raw in response.get("Items", []):
-                item = cast("Item", raw)
-                found = [m for m in self._decode_all(item, _TIMELINE, _TIMELINE_GROUP) if m.message_id == message_id]
-                if found:
-                    return found[0]
-            start = response.get("LastEvaluatedKey")
-            if start is None:
-                return None
-            kwargs["ExclusiveStartKey"] = start
+        for item in self._walk_back(_MODEL_PREFIX, message_id, "#mid = :mid OR attribute_exists(#n)"):
+            for message in self._decode_all(item, _TIMELINE, _TIMELINE_GROUP):
+                if message.message_id == message_id:
+                    return message
+        return None
 
     # ------------------------------------------------------------------ writes
 
