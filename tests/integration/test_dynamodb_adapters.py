@@ -366,3 +366,23 @@ def test_a_message_over_1_kb_is_an_item_of_its_own(session: AwsSession) -> None:
     items = _items(session, conversation_id)
     assert len(items) == 3 and not any("n" in item for item in items)
     assert memory.get_messages() == batch
+
+
+def test_entries_of_the_layout_before_groups_read_with_groups_over_them(session: AwsSession) -> None:
+    # GIVEN a conversation written one item per message (the layout before groups, as `append` still writes)
+    conversation_id = new_conversation_id()
+    memory = session.chat_memory()(conversation_id)
+    turn = new_turn()
+    m = _said(turn, "m0", "m1", "m2", "m3")
+    for message in m[:3]:
+        assert memory.append(message) is True
+
+    # WHEN a projection from an older mark writes a group over two of them and a new message
+    memory.append_all(m[1:4])
+
+    # THEN the group took the key of its last message, the single items stayed, and each message reads once
+    items = _items(session, conversation_id)
+    assert sorted(int(item.get("n", {"N": "1"})["N"]) for item in items) == [1, 1, 1, 3]
+    assert memory.get_messages() == m
+    assert memory.get_model_messages(2) == m[2:]
+    assert memory.get_message(m[1].message_id) == m[1]
