@@ -457,21 +457,29 @@ class DynamoDBConversation:
 
     # ------------------------------------------------------------------ writes
 
-    def _put_new(self, item: Item) -> bool:
+    def _put(self, item: Item, condition: str, values: Item | None = None) -> tuple[bool, Item | None]:
+        """One conditional PutItem: ``(True, None)`` when written; ``(False, seen)`` when its condition failed,
+        ``seen`` being the item the condition saw (``None``: there was none)."""
+        kwargs: dict[str, Any] = {"ExpressionAttributeValues": values} if values else {}
         try:
             self._client.put_item(
                 TableName=self._table,
                 Item=item,
-                ConditionExpression="attribute_not_exists(#sk)",
-                ExpressionAttributeNames=_names("#sk"),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(condition),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **kwargs,
             )
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise
-            # Present already: an earlier append (False), or this very put, landed before its answer was lost.
-            return written_by(old_item(exc), item[WRITE_ID]["S"])
-        return True
+            return False, old_item(exc)
+        return True, None
+
+    def _put_new(self, item: Item) -> bool:
+        written, seen = self._put(item, "attribute_not_exists(#sk)")
+        # Present already: an earlier append (False), or this very put, landed before its answer was lost.
+        return written or written_by(seen, item[WRITE_ID]["S"])
 
     def append(self, message: TimelineMessage) -> bool:
         _require_id(message)
@@ -519,21 +527,10 @@ class DynamoDBConversation:
         return groups
 
     def _put_group(self, group: Sequence[TimelineMessage]) -> None:
-        """Put a group unless its key holds a larger one (a newer projection's): never fewer messages there."""
-        condition = "attribute_not_exists(#sk) OR attribute_not_exists(#n) OR #n <= :n"
+        """Put a group unless its key holds a larger one (a newer projection's): never fewer messages there. A
+        refusal leaves nothing missing: the group there holds these messages and more."""
         item = self._group_item(group)
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=item,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=_names(condition),
-                ExpressionAttributeValues={":n": item[_COUNT]},
-            )
-        except ClientError as exc:
-            if error_code(exc) != CONDITION_FAILED:
-                raise
-            # A group holding these messages and more is there already: nothing is missing.
+        self._put(item, "attribute_not_exists(#sk) OR attribute_not_exists(#n) OR #n <= :n", {":n": item[_COUNT]})
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
         _require_id(message)
@@ -555,29 +552,18 @@ class DynamoDBConversation:
     def _replace_card(self, message: CardMessage, expected_version: int) -> bool | None:
         """One conditional PutItem at the card's key; ``None`` when there is no item under that key at all."""
         item = self._item(message)
-        condition = "#mid = :mid AND #v = :expected AND #type = :type"
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=item,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=_names(condition),
-                ExpressionAttributeValues={
-                    ":mid": {"S": message.message_id},
-                    ":expected": {"N": str(expected_version)},
-                    ":type": {"S": message.type},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if error_code(exc) != CONDITION_FAILED:
-                raise
-            previous = old_item(exc)
-            if previous is None:
-                return None
-            # The card at another version, or this very put, landed before its answer was lost.
-            return written_by(previous, item[WRITE_ID]["S"])
-        return True
+        values: Item = {
+            ":mid": {"S": message.message_id},
+            ":expected": {"N": str(expected_version)},
+            ":type": {"S": message.type},
+        }
+        written, seen = self._put(item, "#mid = :mid AND #v = :expected AND #type = :type", values)
+        if written:
+            return True
+        if seen is None:
+            return None
+        # The card at another version, or this very put, landed before its answer was lost.
+        return written_by(seen, item[WRITE_ID]["S"])
 
     # ------------------------------------------------------------------ the conversation's active turn
 
