@@ -38,8 +38,9 @@ key (its condition), so a stale projector cannot drop what a newer one wrote.
 
 Writes whose answer is lost (DESIGN invariant 10): every conditional write asks for the item its condition
 saw (``ALL_OLD``), and finding there its own nonce (``writeId`` on entries; the turn id it set on the head)
-means the SDK's retry failed only because the first attempt had landed: it counts as done. Unconditional
-batch puts of model messages are idempotent as they are (the same item again). No S3 object written for an
+means the SDK's retry failed only because the first attempt had landed: it counts as done. A group's
+condition admits the same group again (``n <= :n``), so the retry of a group that landed is written again,
+unchanged. No S3 object written for an
 entry is ever deleted here; they leave with their turn (:mod:`agentturn.aws.retention`).
 """
 
