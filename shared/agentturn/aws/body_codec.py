@@ -77,8 +77,12 @@ def inflate(data: bytes) -> bytes:
 
 
 def attribute_size(value: AttributeValue) -> int:
+    """DynamoDB's size of an ``S``, ``B`` or ``N`` value (what write units are billed on), in bytes."""
     if "B" in value:
         return len(value["B"])
+    if "N" in value:
+        digits = str(value["N"]).lstrip("-").replace(".", "").strip("0") or "0"
+        return (len(digits) + 1) // 2 + 1
     return len(value.get("S", "").encode())
 
 

@@ -67,7 +67,7 @@ from agentturn.aws._support import (
     written_by,
 )
 from agentturn.aws._support import s3_client as default_s3_client
-from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec
+from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec, attribute_size
 from agentturn.aws.translate import translates_errors
 from agentturn.conversation_list import (
     ConversationListing,
@@ -179,20 +179,8 @@ def _latest(messages: list[M], limit: int | None) -> list[M]:
 
 
 def item_size(item: Item) -> int:
-    """DynamoDB's size of ``item`` (what its write units are billed on): names and values, in bytes."""
-    size = 0
-    for name, value in item.items():
-        size += len(name.encode())
-        if "S" in value:
-            size += len(str(value["S"]).encode())
-        elif "B" in value:
-            size += len(cast("bytes", value["B"]))
-        elif "N" in value:
-            digits = str(value["N"]).lstrip("-").replace(".", "").strip("0") or "0"
-            size += (len(digits) + 1) // 2 + 1
-        else:
-            size += len(str(value).encode())  # not used by entries; counted generously
-    return size
+    """DynamoDB's size of an entry item (what its write units are billed on): names and values, in bytes."""
+    return sum(len(name.encode()) + attribute_size(value) for name, value in item.items())
 
 
 def _require_id(message: TimelineMessage) -> None:
@@ -500,37 +488,39 @@ class DynamoDBConversation:
             else:
                 cards.append(message)
         # In timeline order: a group is keyed by its last message, which must be its latest (see _groups).
-        for group in self._groups(sorted(immutable.values(), key=_position)):
-            if len(group) == 1:
+        for group, item in self._groups(sorted(immutable.values(), key=_position)):
+            if item is None:
                 self.append(group[0])
             else:
-                self._put_group(group)
+                self._put_group(item)
         for card in cards:
             self.append(card)
 
-    def _groups(self, messages: list[TimelineMessage]) -> list[list[TimelineMessage]]:
+    def _groups(self, messages: list[TimelineMessage]) -> list[tuple[list[TimelineMessage], Item | None]]:
         """``messages`` (in timeline order) cut into runs of one turn whose group item is at most 1 KB (a message
-        larger than that alone). Each run is keyed by its last message, its latest: so the item holding a
-        message is keyed at or after it, and the latest N items hold the latest N messages."""
-        groups: list[list[TimelineMessage]] = []
+        larger than that alone), each with the group item its size was measured on (``None`` for a message
+        alone). Each run is keyed by its last message, its latest: so the item holding a message is keyed at or
+        after it, and the latest N items hold the latest N messages."""
+        groups: list[tuple[list[TimelineMessage], Item | None]] = []
         current: list[TimelineMessage] = []
+        current_item: Item | None = None
         for message in messages:
-            candidate = [*current, message]
-            fits = bool(current) and current[-1].turn_id == message.turn_id
-            if fits and item_size(self._group_item(candidate)) <= _GROUP_BYTES:
-                current = candidate
-                continue
+            if current and current[-1].turn_id == message.turn_id:
+                candidate = [*current, message]
+                item = self._group_item(candidate)
+                if item_size(item) <= _GROUP_BYTES:
+                    current, current_item = candidate, item
+                    continue
             if current:
-                groups.append(current)
-            current = [message]
+                groups.append((current, current_item))
+            current, current_item = [message], None
         if current:
-            groups.append(current)
+            groups.append((current, current_item))
         return groups
 
-    def _put_group(self, group: Sequence[TimelineMessage]) -> None:
+    def _put_group(self, item: Item) -> None:
         """Put a group unless its key holds a larger one (a newer projection's): never fewer messages there. A
         refusal leaves nothing missing: the group there holds these messages and more."""
-        item = self._group_item(group)
         self._put(item, "attribute_not_exists(#sk) OR attribute_not_exists(#n) OR #n <= :n", {":n": item[_COUNT]})
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
