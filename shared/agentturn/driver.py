@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from agentturn._clock import Clock
 from agentturn.conversation_lock import holds
-from agentturn.errors import UnknownAgentError, VersionConflictError
+from agentturn.errors import HandoffLostError, UnknownAgentError, VersionConflictError
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
 from agentturn.messages import ModelMessage
@@ -51,10 +51,11 @@ class TurnDriver:
         created_here: bool,
         projected_version: int | None = None,
         history: list[ModelMessage] | None = None,
+        defer_claim: bool = False,
     ) -> Turn:
         """See :meth:`Runner.run_turn`; ``created_here``: the turn was just made (and took its conversation);
         ``history``: the model's view of the conversation before the turn, when the caller read it already."""
-        if lease is None:
+        if lease is None and not defer_claim:
             lease = self._claim(turn_id)
             if lease is None:
                 return self._store.load(turn_id)
@@ -62,7 +63,7 @@ class TurnDriver:
         try:
             current = turn if turn is not None and turn.id == turn_id else self._store.load(turn_id)
             if not current.status.is_runnable or not current.is_due(self._clock()):
-                self._store.release(lease)
+                self._let_go(lease)
                 return current
             if projected_version is not None and projected_version == current.version:
                 mark_projected(current)
@@ -72,9 +73,16 @@ class TurnDriver:
             # times, then end the turn FAILED so that its conversation is free again.
             return self._writer.retry_later_now(Run(turn=current, agent=None, lease=lease), "agent_unavailable", exc)
         except Exception:
-            self._store.release(lease)
+            self._let_go(lease)
             raise
-        run = Run(turn=current, agent=agent, lease=lease, should_yield=should_yield, history=history)
+        run = Run(
+            turn=current,
+            agent=agent,
+            lease=lease,
+            should_yield=should_yield,
+            history=history,
+            claim_deferred=lease is None,
+        )
         if (
             current.status is TurnStatus.READY
             and not created_here
@@ -83,39 +91,62 @@ class TurnDriver:
             message = "the turn does not hold its conversation (another turn does, or its start failed)"
             self._writer.finish(run, TurnStatus.FAILED, "conversation_busy", message)
             return run.turn
+        if run.claim_deferred:
+            return self._drive_unclaimed(run)
         return self.drive(run)
+
+    def _let_go(self, lease: Lease | None) -> None:
+        if lease is not None:
+            self._store.release(lease)
+
+    def _drive_unclaimed(self, run: Run) -> Turn:
+        """Drive a run that started from its message's snapshot; ``HandoffLostError`` when another holder wrote
+        or holds the turn (the caller learns that nothing was done, rather than being handed the stored turn)."""
+        started_at = run.turn.version
+        try:
+            return self._step_while_runnable(run)
+        except (LeaseGone, VersionConflictError):
+            raise HandoffLostError(run.turn.id, started_at) from None
+        finally:
+            self._end(run)
 
     def drive(self, run: Run) -> Turn:
         """Step the turn while it is runnable and due, and this process still holds it."""
         try:
-            while run.turn.status.is_runnable:
-                if run.turn.cancel_requested:
-                    self._writer.finish(run, TurnStatus.CANCELLED)
-                    break
-                if not run.turn.is_due(self._clock()):
-                    # In the backoff of a failed attempt: the caller hands it on with the remaining delay.
-                    break
-                if run.should_yield is not None and run.should_yield():
-                    if run.unsaved:
-                        # What the run holds unsaved (a model reply, an idempotent tool's result) is handed on.
-                        self._writer.save(run, project_later=True)
-                    break
-                self._leases.renew(run)
-                if run.turn.phase is TurnPhase.TOOLS and run.turn.pending_tool_calls:
-                    self._tool_step(run)
-                else:
-                    run.turn.phase = TurnPhase.MODEL
-                    self._model_step(run)
-            # Stopped after a save (the loop breaks only between steps): the turn is as saved, so what that
-            # save left to project is projected now. Not after an error: the turn may then hold unsaved work.
-            self._writer.settle_projection(run)
+            return self._step_while_runnable(run)
         except (LeaseGone, VersionConflictError):
             # Someone else wrote the turn since this process read it: keep nothing computed since.
             return self._store.load(run.turn.id)
         finally:
-            if run.heartbeat is not None:
-                run.heartbeat.close()
-            if run.lease is not None:
-                self._store.release(run.lease)
-                run.lease = None
+            self._end(run)
+
+    def _step_while_runnable(self, run: Run) -> Turn:
+        while run.turn.status.is_runnable:
+            if run.turn.cancel_requested:
+                self._writer.finish(run, TurnStatus.CANCELLED)
+                break
+            if not run.turn.is_due(self._clock()):
+                # In the backoff of a failed attempt: the caller hands it on with the remaining delay.
+                break
+            if run.should_yield is not None and run.should_yield():
+                if run.unsaved:
+                    # What the run holds unsaved (a model reply, an idempotent tool's result) is handed on.
+                    self._writer.save(run, project_later=True)
+                break
+            self._leases.renew(run)
+            if run.turn.phase is TurnPhase.TOOLS and run.turn.pending_tool_calls:
+                self._tool_step(run)
+            else:
+                run.turn.phase = TurnPhase.MODEL
+                self._model_step(run)
+        # Stopped after a save (the loop breaks only between steps): the turn is as saved, so what that save
+        # left to project is projected now. Not after an error: the turn may then hold unsaved work.
+        self._writer.settle_projection(run)
         return run.turn
+
+    def _end(self, run: Run) -> None:
+        if run.heartbeat is not None:
+            run.heartbeat.close()
+        if run.lease is not None:
+            self._store.release(run.lease)
+            run.lease = None

@@ -92,6 +92,17 @@ class LeaseLostError(VersionConflictError):
         self.lease_id = lease_id
 
 
+class HandoffLostError(VersionConflictError):
+    """A run started from the snapshot its resume message carried found the turn held by another worker, or moved
+    on since that snapshot (a duplicate delivery): nothing it computed was kept (:mod:`agentturn.handoff`)."""
+
+    def __init__(self, turn_id: str, version: int) -> None:
+        AgentTurnError.__init__(self, f"turn {turn_id!r}: the snapshot at version {version} is no longer this run's")
+        self.turn_id = turn_id
+        self.expected_version = version
+        self.actual_version = None
+
+
 class SnapshotUnreadableError(AgentTurnError, ValueError):
     """A stored turn whose snapshot cannot be read: a corrupt or undecodable body, a body object that is gone,
     or a ``schemaVersion`` newer than this code reads.

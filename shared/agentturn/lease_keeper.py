@@ -2,23 +2,56 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from agentturn._clock import Clock, Waiter
 from agentturn.errors import LeaseLostError
 from agentturn.heartbeat import Heartbeat, pacemaker
-from agentturn.store import TurnStore
+from agentturn.store import Lease, TurnStore
 from agentturn.turn_run import LeaseGone, Run
 
 
 class LeaseKeeper:
-    def __init__(self, store: TurnStore, clock: Clock, lease_seconds: float, wait: Waiter) -> None:
+    def __init__(
+        self,
+        store: TurnStore,
+        clock: Clock,
+        lease_seconds: float,
+        wait: Waiter,
+        claim: Callable[[str], Lease | None],
+    ) -> None:
         self._store = store
         self._clock = clock
         self._lease_seconds = lease_seconds
+        self._claim = claim
         #: one thread beats for every step on this clock in the process (started at the first step)
         self._pacemaker = pacemaker(clock, wait)
+
+    def claim_deferred(self, run: Run) -> bool:
+        """Before a tool of a run that started unclaimed runs: take the lease, or raise ``LeaseGone``. ``False``
+        when the claimed turn carries a cancel request the run's copy did not (the flag is copied onto it: the
+        run then ends the turn CANCELLED instead of running the tool).
+
+        The claim fences every other holder of the same snapshot (a duplicate delivery of its message): of two,
+        one claims, and the other finds the lease live, or finds the turn at another version once it is let go
+        (then what it holds is stale, and it stops without keeping anything).
+        """
+        if not run.claim_deferred:
+            return True
+        lease = self._claim(run.turn.id)
+        if lease is None:
+            raise LeaseGone
+        claimed = lease.turn if lease.turn is not None else self._store.load(run.turn.id)
+        if claimed.version != run.turn.version:
+            self._store.release(lease)
+            raise LeaseGone
+        run.lease = lease
+        run.claim_deferred = False
+        if claimed.cancel_requested and not run.turn.cancel_requested:
+            run.turn.cancel_requested = True
+            return False
+        return True
 
     def renew(self, run: Run) -> None:
         """Between steps: renew a lease past half its life; raise ``LeaseGone`` if it was taken over."""

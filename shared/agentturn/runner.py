@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from agentturn._clock import Clock, Waiter, iso, real_wait
@@ -52,6 +53,15 @@ ANSWER_ROUNDS = 20
 _unique_call_ids = unique_call_ids
 
 
+@dataclass(frozen=True)
+class AcceptedAnswer:
+    """What :meth:`Runner.accept_answer` did: the turn as stored after it, and whether the answer was a replay of
+    one applied before (then nothing was written)."""
+
+    turn: Turn
+    replayed: bool
+
+
 class Runner:
     def __init__(
         self,
@@ -79,7 +89,7 @@ class Runner:
         self._agents = AgentRegistry(agents)
         self._events = EventSequencer(lambda: self.listeners)
         self._writer = TurnWriter(self.store, clock, self._events, self._memory, self._agents, self.retry)
-        self._leases = LeaseKeeper(self.store, clock, lease_seconds, wait)
+        self._leases = LeaseKeeper(self.store, clock, lease_seconds, wait, self._claim)
         self._conversations = ConversationLock(self.store)
         tool_step = ToolStep(self.store, clock, self._agents, self._writer, self._events, self._leases)
         model_step = ModelStep(self._agents, self._writer, self._events, self._leases, self.retry, self._memory)
@@ -144,6 +154,7 @@ class Runner:
         should_yield: YieldProbe | None = None,
         turn: Turn | None = None,
         projected_version: int | None = None,
+        defer_claim: bool = False,
     ) -> Turn:
         """Continue a runnable turn until blocked, terminal, or ``should_yield()`` says stop.
 
@@ -151,14 +162,19 @@ class Runner:
         A turn that is not runnable, or whose lease another holder has, is returned as stored. ``turn`` is
         the caller's fresh copy, to save a read (a stale one only costs a refused write, never a wrong one).
         ``projected_version`` is a receipt (from the resume message) that the timeline held that version.
+        ``defer_claim`` (with ``turn``, the snapshot a resume message carried): run unclaimed until a tool is
+        about to run (:mod:`agentturn.handoff`).
         """
-        return self._continue(
+        if defer_claim and (turn is None or lease is not None):
+            raise ValueError("defer_claim runs from the caller's snapshot (turn=...) and without a lease")
+        return self._driver.continue_turn(
             turn_id,
             lease=lease,
             should_yield=should_yield,
             turn=turn,
             created_here=False,
             projected_version=projected_version,
+            defer_claim=defer_claim,
         )
 
     def _continue(
@@ -218,10 +234,21 @@ class Runner:
         without applying anything again (``turn.accepted_requests[request_id]`` holds the first answer); the
         same id with a different request raises ``IdempotencyConflictError``.
         """
+        return self.accept_answer(turn_id, command).turn
+
+    def accept_answer(self, turn_id: str, command: ResumeCommand) -> AcceptedAnswer:
+        """:meth:`submit_resume`, telling also whether this call applied the answer or replayed an earlier one.
+
+        Only the call that applied it hands a worker the snapshot it saved (:mod:`agentturn.handoff`): the worker
+        then runs without a claim, so a flood of replays must not start a run each.
+        """
+        replayed = False
 
         def attempt() -> Turn:
+            nonlocal replayed
             turn = self.store.load(turn_id)
-            if is_replay(turn, command):
+            replayed = is_replay(turn, command)
+            if replayed:
                 return turn
             resumed = apply_resume(turn, command, self.clock())
             waited = turn.suspension_for(command.action_id)
@@ -244,7 +271,8 @@ class Runner:
 
         # Answers to different cards of one turn race: each round re-reads and applies its answer to what is
         # stored now, and every round at least one of them is saved, so k answers at once need k rounds.
-        return retry_on_conflict(turn_id, attempt, rounds=ANSWER_ROUNDS)
+        turn = retry_on_conflict(turn_id, attempt, rounds=ANSWER_ROUNDS)
+        return AcceptedAnswer(turn=turn, replayed=replayed)
 
     def resume(self, turn_id: str, command: ResumeCommand) -> Turn:
         """Apply ``command`` and continue the turn in this thread."""

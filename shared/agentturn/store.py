@@ -212,7 +212,7 @@ class InMemoryTurnStore:
         self, clock: Clock = time.time, *, serializer: Serializer = JSON, check_round_trip: bool = True
     ) -> None:
         self._clock = clock
-        self._serializer = serializer
+        self.serializer = serializer
         self._check_round_trip = check_round_trip
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}
@@ -221,14 +221,14 @@ class InMemoryTurnStore:
         return lease is not None and lease.expires_at > self._clock()
 
     def _encode(self, turn: Turn) -> str:
-        text = self._serializer.dumps(turn)
+        text = self.serializer.dumps(turn)
         if self._check_round_trip:
-            check_round_trip(turn, text, self._serializer)
+            check_round_trip(turn, text, self.serializer)
         return text
 
     def _decode(self, turn_id: str, record: _Record) -> Turn:
         try:
-            turn = check_schema_version(self._serializer.loads(record.body, _TURN))
+            turn = check_schema_version(self.serializer.loads(record.body, _TURN))
         except (ValidationError, ValueError) as exc:
             raise SnapshotUnreadableError(
                 turn_id,

@@ -84,8 +84,14 @@ class ToolStep:
         for gate in self._gates:
             if gate(run, agent, call):
                 return
+        tool = agent.tools[call.name]
+        # A run that started from its message's snapshot claims the turn before a tool acts (of two deliveries of
+        # one message, only one gets further); a cancel asked for meanwhile ends it instead. Not before a tool
+        # declared idempotent: running it twice is harmless by that declaration, as after a crash.
+        if not tool.idempotent and not self._leases.claim_deferred(run):
+            return
         self._begin(run.turn, call)
-        self._execute(run, call, agent.tools[call.name])
+        self._execute(run, call, tool)
 
     # ------------------------------------------------------------------ gates
 

@@ -36,6 +36,10 @@ class Run:
     #: the turn holds a model reply that the next step's save carries (see :class:`ModelStep`): the run may not
     #: stop before that step
     unsaved: bool = False
+    #: the run holds no lease yet and takes one before any tool runs (a worker started from the snapshot its
+    #: message carried: :mod:`agentturn.handoff`); until then its saves are conditional on the version and on
+    #: nobody holding a lease
+    claim_deferred: bool = False
     #: the conversation's earlier messages in the agent's window, read once per run: by the start that made the
     #: turn, or by the run's first model call (see :meth:`ModelStep._context`)
     history: list[ModelMessage] | None = None

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 
-from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
+from agentturn.errors import HandoffLostError, SnapshotUnreadableError, TurnNotFoundError
 from agentturn.runner import Runner, YieldProbe
 from agentturn.state import Turn, TurnStatus
 
@@ -42,14 +42,38 @@ class Worker:
         self.lease_seconds = lease_seconds if lease_seconds is not None else runner.lease_seconds
 
     def process(
-        self, turn_id: str, *, should_yield: YieldProbe | None = None, projected_version: int | None = None
+        self,
+        turn_id: str,
+        *,
+        should_yield: YieldProbe | None = None,
+        projected_version: int | None = None,
+        snapshot: Turn | None = None,
     ) -> WorkResult:
         """Claim → run until blocked/terminal/yield → release. Duplicates and held leases are no-ops.
+
+        With ``snapshot`` (the one a resume message carried, :mod:`agentturn.handoff`) a runnable, due turn runs
+        from it unclaimed, taking the lease only before a tool runs; a duplicate delivery then costs a model call
+        and a refused save instead of a refused claim.
 
         A runnable turn whose snapshot cannot be read raises :class:`SnapshotUnreadableError` (from the claim,
         which then holds no lease): the caller counts the attempt (:meth:`Runner.record_unreadable`).
         """
         store = self.runner.store
+        if snapshot is not None and snapshot.status.is_runnable and snapshot.is_due(self.runner.clock()):
+            try:
+                turn = self.runner.run_turn(
+                    turn_id,
+                    should_yield=should_yield,
+                    turn=snapshot,
+                    projected_version=projected_version,
+                    defer_claim=True,
+                )
+            except HandoffLostError:
+                # Another worker holds the turn, or it moved on since the snapshot: as a refused claim.
+                current = store.load(turn_id)
+                outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
+                return WorkResult(outcome, current)
+            return WorkResult(WorkOutcome.ADVANCED, turn)
         # Claim first: the common case (a runnable turn) then costs one conditional write and one read.
         lease = store.claim(turn_id, self.worker_id, self.lease_seconds)
         if lease is None:

@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from agentturn import InMemoryResumeQueue, ResumeMessage
-from agentturn.aws.resume_queue import InvalidResumeMessageError, SqsResumeQueue, parse_resume_message
+from agentturn.aws.resume_queue import (
+    MAX_BODY_BYTES,
+    InvalidResumeMessageError,
+    SqsResumeQueue,
+    parse_resume_message,
+)
 from agentturn.testing import Capabilities, QueueKit
 from agentturn.testing.memory import in_memory_queue_kit
 from agentturn.testing.resume_queue_suite import ResumeQueueSuite
@@ -119,7 +124,8 @@ def test_a_foreign_message_on_the_queue_is_refused_on_receipt(sqs: SQSClient) ->
         ('{"turnId": "turn-1", "version": 3.5}', "version"),
         ('{"turnId": 7, "version": 1}', "turnId"),
         ('{"turnId": "turn-1", "version": 1, "extra": true}', "extra"),
-        (json.dumps({"turnId": "x" * 5000, "version": 1}), "bytes"),
+        (json.dumps({"turnId": "x" * (MAX_BODY_BYTES + 1), "version": 1}), "bytes"),
+        ('{"turnId": "turn-1", "version": 1, "snapshot": 7}', "snapshot"),
         (b"\xff\xfe", "not JSON"),
     ],
 )

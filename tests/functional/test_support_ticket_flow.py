@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from agentturn.handoff import unpack_snapshot
+from agentturn.serializer import JSON
 from tests.functional.harness import Deployment, FakeLambdaContext, http_event
 
 pytestmark = pytest.mark.integration
@@ -67,10 +69,19 @@ def test_support_ticket_runs_to_completion_through_run_submit_and_worker(deploym
     }
     assert submitted.headers["location"] == f"/turns/{turn_id}"
     messages = deployment.receive()
-    # ... carrying the receipt that the timeline already shows the SUBMITTED card
-    assert [json.loads(m["Body"]) for m in messages] == [
-        {"turnId": turn_id, "version": submitted.json["version"], "projected": True}
-    ]
+    # ... carrying the receipt that the timeline already shows the SUBMITTED card, and the snapshot just saved
+    # (the worker starts from it without a claim)
+    [body] = [json.loads(m["Body"]) for m in messages]
+    assert body == {
+        "turnId": turn_id,
+        "version": submitted.json["version"],
+        "projected": True,
+        "snapshot": body["snapshot"],
+    }
+    stored = deployment.worker_app.services.get().store.load(turn_id)
+    carried = unpack_snapshot(body["snapshot"], turn_id, body["version"], JSON)
+    assert carried is not None
+    assert carried.model_copy(update={"projection": stored.projection}) == stored
 
     # WHEN the worker gets the message actually received from the queue
     result = deployment.deliver(messages)

@@ -34,6 +34,15 @@ def _later(deployment: Deployment, seconds: float) -> None:
     services.clock = lambda: time.time() + seconds
 
 
+def _without_snapshot(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    bodies = [json.loads(message["Body"]) for message in messages]
+    assert all("snapshot" in body for body in bodies)
+    return [
+        {**message, "Body": json.dumps({k: v for k, v in body.items() if k != "snapshot"})}
+        for message, body in zip(messages, bodies, strict=True)
+    ]
+
+
 def test_a_turn_whose_snapshot_cannot_be_read_ends_failed_and_is_swept_no_more(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -63,8 +72,9 @@ def test_a_turn_whose_snapshot_cannot_be_read_ends_failed_and_is_swept_no_more(
     break_snapshot(store, turn_id, "bad_zlib")
     capsys.readouterr()
 
-    # WHEN the worker gets its message
-    first = deployment.deliver(deployment.receive())
+    # WHEN the worker gets its message, as the sweeper sends it (without the snapshot a submit's message carries:
+    # a worker running from that one never reads the broken body, and its save writes the body anew)
+    first = deployment.deliver(_without_snapshot(deployment.receive()))
 
     # THEN the record is acknowledged, one attempt is counted on the item, and the turn is handed on with
     # its backoff as the message's delay

@@ -149,6 +149,21 @@ def test_a_client_retry_recovers_a_lost_enqueue_without_waiting_for_the_sweeper(
     assert [json.loads(m["Body"])["turnId"] for m in deployment.receive()] == [turn["turnId"]]
 
 
+def test_only_the_submit_that_applied_the_answer_sends_the_snapshot(deployment: Deployment) -> None:
+    # GIVEN a submitted turn, and a client that retries the submission with the same Idempotency-Key
+    turn = _waiting(deployment)
+    assert _submit(deployment, turn).status == 202
+    assert _submit(deployment, turn).status == 202
+
+    # WHEN the two messages are read off the queue
+    bodies = [json.loads(m["Body"]) for m in deployment.receive()]
+
+    # THEN the first carries the snapshot (its worker runs unclaimed) and the replay's does not (its worker
+    # claims: retries never start a model call each)
+    assert [body["turnId"] for body in bodies] == [turn["turnId"]] * 2
+    assert ["snapshot" in body for body in bodies] == [True, False]
+
+
 def test_the_sweeper_recovers_a_run_whose_handoff_was_lost(deployment: Deployment) -> None:
     # GIVEN a run Lambda out of time whose hand-off message could not be sent
     restore = deployment.break_queue_sends(deployment.run_app.api.services)

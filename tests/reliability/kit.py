@@ -20,8 +20,9 @@ from agentturn.api.http import HttpApi
 from agentturn.api.routes import RUN_LAMBDA_GROUPS, SUBMIT_LAMBDA_GROUPS
 from agentturn.api.services import Services
 from agentturn.demo import TicketLedger, demo_agents
+from agentturn.handoff import serializer_of, unpack_snapshot
 from agentturn.memory import ChatMemoryProvider
-from agentturn.queue import InMemoryResumeQueue, ResumeQueue
+from agentturn.queue import InMemoryResumeQueue, ResumeMessage, ResumeQueue
 from agentturn.worker import WorkOutcome
 from tests.functional.harness import DEFAULT_SUB, HttpResponse, http_event
 from tests.support.clock import FakeClock
@@ -104,8 +105,14 @@ class Stack:
 
     # ------------------------------------------------------------------ worker
 
-    def work(self, turn_id: str, *, worker_id: str | None = None) -> WorkOutcome:
-        return Worker(self.services.runner(worker_id=worker_id), worker_id=worker_id).process(turn_id).outcome
+    def work(self, turn_id: str, *, worker_id: str | None = None, message: ResumeMessage | None = None) -> WorkOutcome:
+        """One worker's processing of ``turn_id``; with ``message``, from the snapshot it carries (if any), as the
+        worker Lambda does."""
+        snapshot = None
+        if message is not None and message.snapshot is not None:
+            snapshot = unpack_snapshot(message.snapshot, turn_id, message.version, serializer_of(self.store))
+        worker = Worker(self.services.runner(worker_id=worker_id), worker_id=worker_id)
+        return worker.process(turn_id, snapshot=snapshot).outcome
 
     def stored(self, turn_id: str) -> str:
         """The stored snapshot and its conversation's timeline as comparable text (version included)."""

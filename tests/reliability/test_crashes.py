@@ -154,7 +154,7 @@ class World:
         for message in messages:
             self.deliveries += 1
             try:
-                self.stack.work(message.turn_id)
+                self.stack.work(message.turn_id, message=message)
             except InjectedFault:
                 failed.append(message)
         self.redeliveries += len(failed)
@@ -403,7 +403,7 @@ def test_a_turn_whose_start_failed_never_runs_once_the_conversation_is_free() ->
     world.clock.advance(10_000)
     sweep(stack.services, NullTelemetry())
     for message in world.queue.drain():
-        stack.work(message.turn_id)
+        stack.work(message.turn_id, message=message)
     # THEN the orphan failed without running: one ticket, for the retried turn only
     orphan = world.inner.load(orphan_id)
     assert orphan.status is TurnStatus.FAILED and orphan.error is not None

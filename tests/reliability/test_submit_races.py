@@ -57,7 +57,9 @@ def _work_every_message(stack: Stack) -> Counter[WorkOutcome]:
     """Each enqueued message worked by its own worker, all at once (duplicates included)."""
     messages = stack.queue.drain()
     with ThreadPoolExecutor(max_workers=16) as pool:
-        outcomes = list(pool.map(lambda m: stack.work(m.turn_id, worker_id=f"w-{uuid.uuid4().hex[:6]}"), messages))
+        outcomes = list(
+            pool.map(lambda m: stack.work(m.turn_id, worker_id=f"w-{uuid.uuid4().hex[:6]}", message=m), messages)
+        )
     assert not stack.queue.drain(), "a worker re-enqueued a turn that had nothing left to run"
     return Counter(outcomes)
 
@@ -121,11 +123,14 @@ def test_same_key_same_body_one_resume_identical_answers(ddb_stack: Stack) -> No
         (a.status, a.body) for a in answers
     )
     assert answers[0].status == 202
-    # AND however many messages they enqueued, the turn resumes once and the ticket is created once
+    # AND however many messages they enqueued, the turn resumes once and the ticket is created once: only the
+    # submit that applied the answer sent the snapshot (its worker runs unclaimed), the replays' workers claim,
+    # so the (idempotent) ticket tool ran at most twice — never once per retry
     outcomes = _work_every_message(ddb_stack)
     assert outcomes[WorkOutcome.ADVANCED] == 1, outcomes
     assert ddb_stack.store.load(turn_id).status is TurnStatus.COMPLETED
-    assert ddb_stack.ledger.attempts == {f"{turn_id}:{action}": 1}
+    assert list(ddb_stack.ledger.entries) == [f"{turn_id}:{action}"]
+    assert 1 <= ddb_stack.ledger.attempts[f"{turn_id}:{action}"] <= 2
     ids = _timeline_ids(ddb_stack, "race-same")
     assert len(ids) == len(set(ids))
     record(

@@ -72,7 +72,7 @@ def parts() -> Parts:
     retry = RetryPolicy(max_attempts=3)
     memory_for: Callable[[str], ChatMemory | None] = memory
     writer = TurnWriter(store, clock, sequencer, memory_for, agents, retry)
-    leases = LeaseKeeper(store, clock, 60.0, clock.wait)
+    leases = LeaseKeeper(store, clock, 60.0, clock.wait, lambda turn_id: store.claim(turn_id, "w1", 60.0))
     return Parts(
         clock=clock,
         store=store,

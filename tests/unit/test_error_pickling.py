@@ -26,6 +26,7 @@ EXAMPLES: list[BaseException] = [
     errors.TurnNotFoundError("t-1"),
     errors.VersionConflictError("t-1", 3, 4),
     errors.LeaseLostError("t-1", "lease-9"),
+    errors.HandoffLostError("t-1", 4),
     errors.SnapshotUnreadableError(
         "t-1", "zlib.error: bad", status="RUNNING", version=4, conversation_id="c", attempts=2, not_before=9.5
     ),

@@ -9,6 +9,7 @@ from tests.unit.conftest import Parts
 
 from agentturn import Agent, ScriptedChatModel
 from agentturn.lease_keeper import LeaseKeeper
+from agentturn.store import Lease
 from agentturn.turn_run import LeaseGone
 
 
@@ -81,7 +82,12 @@ def test_the_steps_of_consecutive_runs_share_one_heartbeat_thread(parts: Parts) 
     # GIVEN no heartbeat thread on this clock yet, and a second keeper on it (the handlers make a Runner per
     # request)
     before = set(heartbeat_threads())
-    keepers = [parts.leases, LeaseKeeper(parts.store, parts.clock, parts.lease_seconds, parts.clock.wait)]
+
+    def claim(turn_id: str) -> Lease | None:
+        return parts.store.claim(turn_id, "w2", parts.lease_seconds)
+
+    second = LeaseKeeper(parts.store, parts.clock, parts.lease_seconds, parts.clock.wait, claim)
+    keepers = [parts.leases, second]
 
     # WHEN two runs, one under each keeper, each take two short steps, one after the other
     for keeper in keepers:

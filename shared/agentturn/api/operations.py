@@ -35,7 +35,9 @@ from agentturn.errors import (
     StorageError,
     UnknownAgentError,
 )
+from agentturn.handoff import pack_snapshot, serializer_of
 from agentturn.projection import is_projected
+from agentturn.queue import carries_snapshots
 from agentturn.retry import handoff_delay
 from agentturn.runner import Runner
 from agentturn.state import Turn
@@ -173,7 +175,8 @@ class Operations:
         # The idempotency record lives in the snapshot (turn.accepted_requests), written by the same
         # conditional write that applies the answer: no extra request, and no window between the two.
         command = command.with_metadata("submittedBy", caller).with_metadata("requestId", key)
-        turn = self._runner_for(caller).submit_resume(turn_id, command)
+        answer = self._runner_for(caller).accept_answer(turn_id, command)
+        turn = answer.turn
         accepted = turn.accepted_requests.get(key)
         if accepted is None:
             # submit_resume records the key with the write that applies the answer, and a replay only
@@ -181,11 +184,23 @@ class Operations:
             raise RuntimeError(f"turn {turn_id!r} accepted request {key!r} without recording it")
         if turn.status.is_runnable:
             # Also on a replay: if the first attempt died between its write and its send, the retry is what
-            # hands the turn on (a duplicate message is harmless: workers make it a no-op).
-            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn))
+            # hands the turn on. A replay's message carries no snapshot: its worker claims, so a flood of
+            # retries costs refused claims, never a model call each.
+            self._hand_on_answered(turn, with_snapshot=not answer.replayed)
         return ActionAccepted(
             turn_id=turn.id, action_id=accepted.action_id, version=accepted.version, accepted_at=accepted.accepted_at
         )
+
+    def _hand_on_answered(self, turn: Turn, *, with_snapshot: bool) -> None:
+        """Enqueue the answered turn, ``with_snapshot`` just saved when the queue can carry it (the worker then
+        needs no claim to start: :mod:`agentturn.handoff`)."""
+        queue = self.services.queue
+        projected = is_projected(turn)
+        if not (with_snapshot and carries_snapshots(queue)):
+            queue.enqueue(turn.id, turn.version, projected=projected)
+            return
+        snapshot = pack_snapshot(turn, serializer_of(self.services.store))
+        queue.enqueue(turn.id, turn.version, projected=projected, snapshot=snapshot)
 
     def cancel(self, caller: str, turn_id: str, key: str) -> CancelAccepted:
         self.telemetry.bind(turnId=turn_id)

@@ -32,6 +32,8 @@ from agentturn.api.services import Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.aws.resume_queue import InvalidResumeMessageError, parse_resume_message
 from agentturn.errors import SnapshotUnreadableError, StorageError
+from agentturn.handoff import serializer_of, unpack_snapshot
+from agentturn.queue import ResumeMessage
 from agentturn.retry import MAX_QUEUE_DELAY_SECONDS, handoff_delay
 from agentturn.state import Turn
 from agentturn.worker import Worker, WorkOutcome, WorkResult
@@ -109,7 +111,10 @@ class SqsWorker:
         picked_up = self.services.clock()
         try:
             receipt = message.version if message.projected else None
-            result = worker.process(message.turn_id, should_yield=should_yield, projected_version=receipt)
+            snapshot = self._carried(message)
+            result = worker.process(
+                message.turn_id, should_yield=should_yield, projected_version=receipt, snapshot=snapshot
+            )
         except SnapshotUnreadableError as exc:
             return self._count_unreadable(worker, exc)
         except StorageError as exc:
@@ -127,6 +132,12 @@ class SqsWorker:
         if result.needs_more_work and result.turn is not None:
             self._hand_on(result.turn)
         return result.outcome.value
+
+    def _carried(self, message: ResumeMessage) -> Turn | None:
+        """The snapshot the message carries, if it has one that decodes (else the worker claims and reads)."""
+        if message.snapshot is None:
+            return None
+        return unpack_snapshot(message.snapshot, message.turn_id, message.version, serializer_of(self.services.store))
 
     def _hand_on(self, turn: Turn) -> None:
         delay = handoff_delay(turn, self.services.clock())

@@ -1,6 +1,7 @@
 """SqsResumeQueue: the ResumeQueue port on SQS, and the parser the worker Lambda applies to each record.
 
-The message body is ``ResumeMessage.to_wire()`` as compact JSON: ``{"turnId": "...", "version": 3}``.
+The message body is ``ResumeMessage.to_wire()`` as compact JSON: ``{"turnId": "...", "version": 3}``, plus
+``"projected": true`` and ``"snapshot"`` (the packed snapshot, :mod:`agentturn.handoff`) when the sender has them.
 SQS delivers at least once; the worker makes duplicates harmless (a claim on a turn that is no longer
 runnable, or leased, is a no-op), so nothing here tries to deduplicate beyond what a FIFO queue offers.
 """
@@ -15,13 +16,14 @@ from pydantic import ValidationError
 from agentturn.aws._support import sqs_client
 from agentturn.aws.translate import translates_errors
 from agentturn.errors import AgentTurnError
+from agentturn.handoff import MAX_SNAPSHOT_CHARS
 from agentturn.queue import ResumeMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-#: A resume message is ~100 bytes; anything far larger is not ours (and is not worth parsing).
-MAX_BODY_BYTES: Final = 4096
+#: A resume message is ~100 bytes plus the snapshot it may carry; anything larger is not ours.
+MAX_BODY_BYTES: Final = MAX_SNAPSHOT_CHARS + 4096
 
 
 class InvalidResumeMessageError(AgentTurnError, ValueError):
@@ -70,6 +72,8 @@ class SqsResumeQueue:
     and deduplicated by ``turnId:version`` within SQS's five-minute window.
     """
 
+    carries_snapshots = True
+
     def __init__(self, queue_url: str, client: SQSClient | None = None, *, delay_seconds: int = 0) -> None:
         if not queue_url:
             raise ValueError("queue_url must be non-empty")
@@ -80,8 +84,16 @@ class SqsResumeQueue:
         self.delay_seconds = delay_seconds
         self.fifo = queue_url.endswith(".fifo")
 
-    def enqueue(self, turn_id: str, version: int, *, projected: bool = False, delay_seconds: int = 0) -> None:
-        message = ResumeMessage(turn_id=turn_id, version=version, projected=projected)
+    def enqueue(
+        self,
+        turn_id: str,
+        version: int,
+        *,
+        projected: bool = False,
+        delay_seconds: int = 0,
+        snapshot: str | None = None,
+    ) -> None:
+        message = ResumeMessage(turn_id=turn_id, version=version, projected=projected, snapshot=snapshot)
         # Defaults left out: a message without a receipt is the plain {"turnId", "version"}.
         body = message.model_dump_json(by_alias=True, exclude_defaults=True)
         kwargs: dict[str, Any] = {}
