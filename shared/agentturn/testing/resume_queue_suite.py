@@ -2,12 +2,18 @@
 
 Subclass :class:`ResumeQueueSuite` and provide a ``queue_kit`` fixture (a :class:`~agentturn.testing.QueueKit`
 whose ``receive`` is how a worker takes messages off the queue). Whether a repeated enqueue of one version is
-delivered again, and whether one turn's messages keep their order, are declared by the kit.
+delivered again, and whether one turn's messages keep their order, are declared by the kit. A queue that says it
+carries snapshots (``carries_snapshots``) must deliver them unchanged.
 """
 
 from __future__ import annotations
 
-from agentturn.queue import ResumeMessage, ResumeQueue
+import pytest
+
+from agentturn.handoff import pack_snapshot, unpack_snapshot
+from agentturn.queue import ResumeMessage, ResumeQueue, carries_snapshots
+from agentturn.serializer import JSON
+from agentturn.testing.builders import new_turn
 from agentturn.testing.kits import QueueKit
 
 __all__ = ["ResumeQueueSuite"]
@@ -52,3 +58,20 @@ class ResumeQueueSuite:
         assert sorted(received) == expected
         if queue_kit.capabilities.ordered_delivery:
             assert received == expected
+
+    def test_a_snapshot_sent_with_a_message_arrives_unchanged(self, queue_kit: QueueKit) -> None:
+        # GIVEN a queue that says its messages carry snapshots, and a turn's packed snapshot
+        queue = queue_kit.queue
+        if not carries_snapshots(queue):
+            pytest.skip("this queue does not carry snapshots (its workers claim and read every turn)")
+        turn = new_turn()
+        packed = pack_snapshot(turn, JSON)
+        assert packed is not None
+
+        # WHEN the turn is enqueued with it
+        queue.enqueue(turn.id, 4, projected=True, snapshot=packed)
+
+        # THEN the worker receives it as sent, and it unpacks to the turn at the message's version
+        [received] = queue_kit.receive(1)
+        assert received == ResumeMessage(turn_id=turn.id, version=4, projected=True, snapshot=packed)
+        assert unpack_snapshot(packed, turn.id, 4, JSON) == turn.model_copy(update={"version": 4})
