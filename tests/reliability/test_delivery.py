@@ -132,6 +132,31 @@ def test_every_message_delivered_two_to_five_times_advances_each_turn_once(
     )
 
 
+@pytest.mark.parametrize(("receive_count", "runs"), [("1", 1), ("2", 0)])
+def test_a_message_received_before_is_worked_by_a_claim_not_from_its_snapshot(
+    stack: Stack, deployment: Deployment, receive_count: str, runs: int
+) -> None:
+    # GIVEN a submitted turn that another worker holds (it claimed the turn after the message was sent)
+    [turn_id] = _submitted_turns(stack, 1)
+    [message] = _receive_all(deployment, 1)
+    assert "snapshot" in json.loads(message["Body"])
+    before = stack.store.load(turn_id)
+    assert stack.store.claim(turn_id, "another-worker", 60) is not None
+    events: list[Event] = []
+    stack.services.listeners.append(events.append)
+
+    # WHEN the worker gets the message on its first delivery, or on a later one (SQS counts them)
+    delivered = {**message, "Attributes": {**message.get("Attributes", {}), "ApproximateReceiveCount": receive_count}}
+    failed = _handle(stack, deployment, [delivered])
+
+    # THEN it is acknowledged and the turn is as the holder has it; a first delivery ran from the snapshot (the
+    # model was called, the save refused), a redelivery only tried a claim (a worker failed with it before, so
+    # the snapshot is likely stale: one refused write instead of a model call)
+    assert failed == set()
+    assert stack.store.load(turn_id).version == before.version
+    assert sum(event.type is EventType.MODEL_STARTED for event in events) == runs
+
+
 def test_a_poison_message_in_a_batch_of_ten_fails_alone_and_ends_in_the_dlq(
     stack: Stack, deployment: Deployment
 ) -> None:

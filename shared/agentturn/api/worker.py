@@ -59,6 +59,14 @@ def _epoch(iso_text: str) -> float | None:
         return None
 
 
+def _receive_count(record: SQSRecord) -> int:
+    """How often SQS has handed this message out, this time included (1 when it does not say)."""
+    try:
+        return int(record.attributes.approximate_receive_count)
+    except (KeyError, TypeError, ValueError):
+        return 1
+
+
 def _processor(event: Mapping[str, Any]) -> BatchProcessor:
     records = event.get("Records") or []
     source = str(records[0].get("eventSourceARN", "")) if records and isinstance(records[0], Mapping) else ""
@@ -111,7 +119,7 @@ class SqsWorker:
         picked_up = self.services.clock()
         try:
             receipt = message.version if message.projected else None
-            snapshot = self._carried(message)
+            snapshot = self._carried(message, record)
             result = worker.process(
                 message.turn_id, should_yield=should_yield, projected_version=receipt, snapshot=snapshot
             )
@@ -133,9 +141,15 @@ class SqsWorker:
             self._hand_on(result.turn)
         return result.outcome.value
 
-    def _carried(self, message: ResumeMessage) -> Turn | None:
-        """The snapshot the message carries, if it has one that decodes (else the worker claims and reads)."""
-        if message.snapshot is None:
+    def _carried(self, message: ResumeMessage, record: SQSRecord) -> Turn | None:
+        """The snapshot the message carries, if it has one that decodes and this is its first delivery (else the
+        worker claims and reads the turn).
+
+        A message received before was given to a worker that failed or ran out of time with it: the turn has
+        likely moved on since its snapshot, and a claim finds that out for one conditional write, where a run
+        from the stale snapshot would call the model before its save is refused.
+        """
+        if message.snapshot is None or _receive_count(record) > 1:
             return None
         return unpack_snapshot(message.snapshot, message.turn_id, message.version, serializer_of(self.services.store))
 

@@ -3,7 +3,8 @@
 The message body is ``ResumeMessage.to_wire()`` as compact JSON: ``{"turnId": "...", "version": 3}``, plus
 ``"projected": true`` and ``"snapshot"`` (the packed snapshot, :mod:`agentturn.handoff`) when the sender has them.
 SQS delivers at least once; the worker makes duplicates harmless (a claim on a turn that is no longer
-runnable, or leased, is a no-op), so nothing here tries to deduplicate beyond what a FIFO queue offers.
+runnable, or leased, is a no-op; a copy of a message carrying the snapshot has its save refused by the version
+condition), so nothing here tries to deduplicate beyond what a FIFO queue offers.
 """
 
 from __future__ import annotations
