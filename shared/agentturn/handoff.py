@@ -2,11 +2,12 @@
 
 Why: a worker's claim is a conditional write whose only other use is to hand the snapshot back; when the message
 brings that snapshot, the worker runs its model step unclaimed and its first write is the save after it (one
-request per cycle fewer). The snapshot in a message is the stored one at the message's version: only the sender
-of the write that made that version can put it there, and versions are never reused. A stale copy (a duplicate
-delivery after the turn moved on) costs a model call and a refused save, never a wrong write: every save of an
-unclaimed run is conditional on the version and on nobody holding a lease, and the run claims the turn before
-any tool of it runs (:meth:`agentturn.lease_keeper.LeaseKeeper.claim_deferred`).
+request per cycle fewer). The snapshot in a message is the stored one at the message's version (its projection
+marks perhaps further on: the sender projected after saving): only the write that made that version can send it,
+and versions are never reused. A stale copy (a duplicate delivery after the turn moved on) costs a model call and
+a refused save, never a wrong write: every save of an unclaimed run is conditional on the version and on nobody
+holding a lease, and the run claims the turn before any tool not declared idempotent runs
+(:meth:`agentturn.lease_keeper.LeaseKeeper.claim_deferred`).
 
 The text is the store's own serializer's (an encrypting serializer seals it here too), zlib-compressed and
 base64-encoded; a snapshot whose text would exceed :data:`MAX_SNAPSHOT_CHARS` is not carried (the worker
