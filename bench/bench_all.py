@@ -115,7 +115,8 @@ def _ratio(ours: float | None, theirs: float | None) -> str:
 
 
 def _bytes(p: dict[str, Any]) -> int:
-    return int(p["dynamodb_write_bytes"] + p["s3_write_bytes"])
+    # SQS bodies too: ours carry the snapshot a submit saved (about 1.5 KB), theirs none.
+    return int(p["dynamodb_write_bytes"] + p["s3_write_bytes"] + p.get("sqs_write_bytes", 0))
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:
@@ -181,7 +182,7 @@ def headline_table(cycle: dict[str, Any], cpu: dict[str, Any], n: int) -> list[s
     each(lambda p, _: p["dynamodb_requests"], label="DynamoDB requests")
     each(lambda p, _: p["write_units"], label="DynamoDB write units (computed from item sizes, indexes included)")
     each(lambda p, _: p.get("read_units"), 1, label="DynamoDB read units (computed from item sizes)")
-    each(lambda p, _: _bytes(p), label="bytes written (DynamoDB + S3 request bodies)")
+    each(lambda p, _: _bytes(p), label="bytes written (DynamoDB + S3 + SQS request bodies)")
     each(lambda p, _: p["s3_requests"], label="S3 requests")
     each(
         lambda p, _: p["sqs_requests"], label="SQS requests (ours: send, the event source mapping's receive and delete)"
@@ -551,7 +552,7 @@ def plot(results: dict[str, Any]) -> None:
     )
     figure(
         "bytes_per_cycle.png",
-        "Bytes written per form cycle (DynamoDB + S3 request bodies)",
+        "Bytes written per form cycle (DynamoDB + S3 + SQS request bodies)",
         "bytes",
         cycle_series(_bytes),
     )
