@@ -10,7 +10,7 @@ from tests.unit.conftest import Parts
 from agentturn import Agent, ScriptedChatModel
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.store import Lease
-from agentturn.turn_run import LeaseGone
+from agentturn.turn_run import LeaseGone, Run
 
 
 def an_agent() -> Agent:
@@ -102,3 +102,54 @@ def test_the_steps_of_consecutive_runs_share_one_heartbeat_thread(parts: Parts) 
     started = set(heartbeat_threads()) - before
     assert len(started) == 1
     assert run.heartbeat.renewals == 0
+
+
+def unclaimed_run(parts: Parts) -> Run:
+    """A run started from a snapshot, as a worker given its message's snapshot starts: no lease yet."""
+    run = parts.new_run(an_agent(), leased=False)
+    run.claim_deferred = True
+    return run
+
+
+def test_a_deferred_claim_takes_the_lease_before_a_tool(parts: Parts) -> None:
+    # GIVEN an unclaimed run whose copy is the stored version
+    run = unclaimed_run(parts)
+
+    # WHEN it claims before a tool
+    proceed = parts.leases.claim_deferred(run)
+
+    # THEN it holds the lease (another claim is refused) and may run the tool
+    assert proceed
+    assert run.lease is not None and not run.claim_deferred
+    assert parts.store.claim(run.turn.id, "another", parts.lease_seconds) is None
+
+
+def test_a_deferred_claim_on_a_turn_that_moved_on_lets_go_and_stops_the_run(parts: Parts) -> None:
+    # GIVEN an unclaimed run whose copy is one version behind the store (another copy of its message saved first,
+    # the turn still runnable and unleased)
+    run = unclaimed_run(parts)
+    stale = run.turn.model_copy(deep=True)
+    parts.store.save(run.turn, expected_version=run.turn.version)
+    run.turn = stale
+
+    # WHEN it claims before a tool
+    # THEN the run stops (nothing it holds may act), and the lease it took is given back at once
+    with pytest.raises(LeaseGone):
+        parts.leases.claim_deferred(run)
+    assert run.lease is None
+    assert parts.store.claim(run.turn.id, "another", parts.lease_seconds) is not None
+
+
+def test_a_deferred_claim_that_finds_a_cancel_request_carries_it_and_runs_no_tool(parts: Parts) -> None:
+    # GIVEN an unclaimed run whose turn was asked to cancel after its snapshot was taken
+    run = unclaimed_run(parts)
+    parts.store.request_cancel(run.turn.id)
+    assert not run.turn.cancel_requested
+
+    # WHEN it claims before a tool
+    proceed = parts.leases.claim_deferred(run)
+
+    # THEN it holds the lease (to end the turn under it), its copy carries the request, and the tool is not run
+    assert not proceed
+    assert run.lease is not None
+    assert run.turn.cancel_requested
