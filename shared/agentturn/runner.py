@@ -142,7 +142,7 @@ class Runner:
         turn, lease, history = self._create(agent, conversation_id, input, metadata, hold=True)
         if on_started is not None:
             on_started(turn)
-        return self._continue(
+        return self._driver.continue_turn(
             turn.id, lease=lease, should_yield=should_yield, turn=turn, created_here=True, history=history
         )
 
@@ -175,27 +175,6 @@ class Runner:
             created_here=False,
             projected_version=projected_version,
             defer_claim=defer_claim,
-        )
-
-    def _continue(
-        self,
-        turn_id: str,
-        *,
-        lease: Lease | None,
-        should_yield: YieldProbe | None,
-        turn: Turn | None,
-        created_here: bool,
-        projected_version: int | None = None,
-        history: list[ModelMessage] | None = None,
-    ) -> Turn:
-        return self._driver.continue_turn(
-            turn_id,
-            lease=lease,
-            history=history,
-            should_yield=should_yield,
-            turn=turn,
-            created_here=created_here,
-            projected_version=projected_version,
         )
 
     def record_failure(self, turn_id: str, error: BaseException) -> Turn:

@@ -70,23 +70,12 @@ class Worker:
                 )
             except HandoffLostError:
                 # Another worker holds the turn, or it moved on since the snapshot: as a refused claim.
-                current = store.load(turn_id)
-                outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
-                return WorkResult(outcome, current)
+                return self._not_taken(turn_id)
             return WorkResult(WorkOutcome.ADVANCED, turn)
         # Claim first: the common case (a runnable turn) then costs one conditional write and one read.
         lease = store.claim(turn_id, self.worker_id, self.lease_seconds)
         if lease is None:
-            try:
-                current = store.load(turn_id)
-            except TurnNotFoundError:
-                return WorkResult(WorkOutcome.NOT_FOUND, None)
-            except SnapshotUnreadableError as exc:
-                # Not claimable and not readable: ended (FAILED after its attempts), blocked, or held.
-                held = exc.status in (TurnStatus.READY.value, TurnStatus.RUNNING.value)
-                return WorkResult(WorkOutcome.LEASE_HELD if held else WorkOutcome.NOT_RUNNABLE, None)
-            outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
-            return WorkResult(outcome, current)
+            return self._not_taken(turn_id)
         claimed = lease.turn
         if claimed is not None and not claimed.is_due(self.runner.clock()):
             store.release(lease)
@@ -95,3 +84,17 @@ class Worker:
             turn_id, lease=lease, should_yield=should_yield, turn=claimed, projected_version=projected_version
         )
         return WorkResult(WorkOutcome.ADVANCED, turn)
+
+    def _not_taken(self, turn_id: str) -> WorkResult:
+        """What a worker that could not take the turn (its claim, or its run from a snapshot, was refused) reports,
+        from what is stored."""
+        try:
+            current = self.runner.store.load(turn_id)
+        except TurnNotFoundError:
+            return WorkResult(WorkOutcome.NOT_FOUND, None)
+        except SnapshotUnreadableError as exc:
+            # Not claimable and not readable: ended (FAILED after its attempts), blocked, or held.
+            held = exc.status in (TurnStatus.READY.value, TurnStatus.RUNNING.value)
+            return WorkResult(WorkOutcome.LEASE_HELD if held else WorkOutcome.NOT_RUNNABLE, None)
+        outcome = WorkOutcome.LEASE_HELD if current.status.is_runnable else WorkOutcome.NOT_RUNNABLE
+        return WorkResult(outcome, current)
