@@ -16,7 +16,7 @@ from agentturn.conversation_list import (
     decode_cursor,
     encode_cursor,
 )
-from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
+from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage, is_settled
 from agentturn.serializer import JSON, Serializer
 
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
@@ -44,11 +44,18 @@ class ChatMemory(Protocol):
         ...
 
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
-        """Idempotent batch append: entries already present are left as they are."""
+        """Idempotent batch append, in order (an entry is stored only once those before it in the batch are):
+        entries already present are left as they are, except a settled card (:func:`~agentturn.messages.is_settled`),
+        which raises an older version of itself to its own. Readers see a card at the highest version stored.
+
+        A settled card never changes again, so an adapter may store it inside the items of the model messages
+        after it in the same batch (the DynamoDB adapter packs it into their group: no write of its own).
+        """
         ...
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
-        """Replace a card if the stored one is at ``expected_version`` (compare-and-set)."""
+        """Replace a card if the stored one is at ``expected_version`` (compare-and-set). A card that
+        :meth:`append_all` settled is final: moving it on from that version is not asked for, and may be refused."""
         ...
 
     def get_active_turn(self) -> str | None:
@@ -164,7 +171,16 @@ class _Conversation:
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
         with self._lock:
             for message in messages:
-                self._insert(message)
+                if not self._insert(message) and isinstance(message, FormMessage | ApprovalMessage):
+                    self._raise(message)
+
+    def _raise(self, card: CardMessage) -> None:
+        """A settled card replaces an older version of itself (kept where it was stored)."""
+        stored = self._cards.get(card.message_id)
+        if is_settled(card) and stored is not None and stored[0] == card.type and stored[1] < card.version:
+            kept = card.model_copy(update={"sort_key": self._sort_keys[card.message_id]})
+            self._bodies[card.message_id] = self._serializer.dumps(kept)
+            self._cards[card.message_id] = (card.type, card.version)
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
         with self._lock:

@@ -151,6 +151,12 @@ TimelineMessage = Annotated[
 ]
 
 
+def is_settled(card: FormMessage | ApprovalMessage) -> bool:
+    """Whether ``card`` was answered or closed: a settled card never changes again (its status leaves PENDING
+    once, in the save that answers, cancels or expires it)."""
+    return card.status != "PENDING"
+
+
 def form_message_id(turn_id: str, action_id: str) -> str:
     return f"{turn_id}:input:{action_id}"
 

@@ -7,8 +7,10 @@ write) is repaired by the next one: ``turn.projection`` records only what is kno
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from agentturn.memory import ChatMemory
-from agentturn.messages import ApprovalMessage, CardMessage, FormMessage
+from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, TimelineMessage, is_settled
 from agentturn.state import Turn, TurnStatus
 
 
@@ -73,40 +75,71 @@ def cards_projected(turn: Turn) -> bool:
     return all(turn.projection.cards.get(c.message_id) == c.version for c in turn.cards)
 
 
+def confirm_shown(turn: Turn, shown: Sequence[TimelineMessage]) -> None:
+    """Take a read of the timeline as a receipt: the latest of ``turn``'s messages it shows is there, and so is
+    every message of the turn before it (a projection appends a turn's messages in order, each batch after the
+    mark of what the timeline held). The mark advances over them; a read that shows none changes nothing."""
+    shown_ids = {message.message_id for message in shown if message.turn_id == turn.id}
+    for index in range(len(turn.messages) - 1, turn.projection.messages - 1, -1):
+        if turn.messages[index].message_id in shown_ids:
+            turn.projection.messages = index + 1
+            return
+
+
 def mark_projected(turn: Turn) -> None:
     """Accept a receipt that the timeline holds all of ``turn``: the next projection writes only what is new."""
     turn.projection.messages = len(turn.messages)
     turn.projection.cards = {card.message_id: card.version for card in turn.cards}
 
 
+def _riding(turn: Turn) -> list[CardMessage]:
+    """The settled cards the timeline is not known to hold at their version whose call it is known to hold,
+    when the turn has messages to append: they ride in those messages' batch (:meth:`ChatMemory.append_all`),
+    at no write of their own. A card whose call is not known there is guessed instead (:func:`_confirm_previous`):
+    if the guess holds, it spares appending the messages before that call again."""
+    mark = turn.projection
+    if mark.messages >= len(turn.messages):
+        return []
+    return [
+        card
+        for card in turn.cards
+        if is_settled(card)
+        and card.version > mark.cards.get(card.message_id, 0)
+        and _made_after(turn, card) <= mark.messages
+    ]
+
+
 def project(turn: Turn, memory: ChatMemory) -> None:
     """Bring the timeline up to ``turn``; advances ``turn.projection`` for what was written.
 
     Messages go before cards, so that a card in the timeline vouches for the messages before its call (see
-    :func:`_confirm_previous`); only a card already there at its previous version is written first. A
-    COMPLETED turn's answer goes after its cards: the answer in the timeline tells the next start that the turn
-    ended with its timeline whole (:func:`~agentturn.conversation_lock.ended_turn`).
+    :func:`_confirm_previous`); only a card already there at its previous version is written first. A settled
+    card rides with the messages after its call (:func:`_riding`). A COMPLETED turn's answer goes after its
+    cards: the answer in the timeline tells the next start that the turn ended with its timeline whole
+    (:func:`~agentturn.conversation_lock.ended_turn`).
     """
     mark = turn.projection
+    riding = {card.message_id: card for card in _riding(turn)}
     guessed: set[str] = set()
     for card in turn.cards:
-        if mark.cards.get(card.message_id, 0) == 0 and card.version > 1:
+        if mark.cards.get(card.message_id, 0) == 0 and card.version > 1 and card.message_id not in riding:
             guessed.add(card.message_id)
             if _confirm_previous(memory, turn, card):
                 mark.cards[card.message_id] = card.version
     fresh = turn.messages[mark.messages :]
-    answer_last = bool(fresh) and turn.status is TurnStatus.COMPLETED and not cards_projected(turn)
+    left = [c for c in turn.cards if c.message_id not in riding and c.version > mark.cards.get(c.message_id, 0)]
+    answer_last = bool(fresh) and turn.status is TurnStatus.COMPLETED and bool(left)
     if answer_last:
         fresh = fresh[:-1]
-    if fresh:
-        memory.append_all(fresh)
+    if fresh or riding:
+        memory.append_all([*riding.values(), *fresh])
         mark.messages += len(fresh)
-    for card in turn.cards:
+        mark.cards.update({card.message_id: card.version for card in riding.values()})
+    for card in left:
         known = mark.cards.get(card.message_id, 0)
-        if card.version > known:
-            # A wrong guess: the card is not at its previous version, so it is looked up rather than appended.
-            _sync_card(memory, card, known, guessed_wrong=card.message_id in guessed)
-            mark.cards[card.message_id] = card.version
+        # A wrong guess: the card is not at its previous version, so it is looked up rather than appended.
+        _sync_card(memory, card, known, guessed_wrong=card.message_id in guessed)
+        mark.cards[card.message_id] = card.version
     if answer_last:
         memory.append_all(turn.messages[-1:])
         mark.messages = len(turn.messages)

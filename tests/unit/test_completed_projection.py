@@ -14,8 +14,9 @@ from agentturn.projection import project
 from agentturn.timeline_identity import place, stamp
 
 
-def _completed_with_a_card_to_write() -> tuple[Turn, InMemoryChatMemory]:
-    """A COMPLETED turn whose timeline holds all but its answer, and its card one version behind."""
+def _completed_with_a_card_to_write(known: int = 3) -> tuple[Turn, InMemoryChatMemory]:
+    """A COMPLETED turn whose timeline holds all but its answer, and its card one version behind; the mark knows
+    the first ``known`` messages there."""
     turn = Turn(id="t1", conversation_id="c1", agent_id="a", agent_version="1", status=TurnStatus.COMPLETED)
     turn.messages.append(stamp(turn, UserMessage(content="book")))
     turn.messages.append(stamp(turn, AiMessage(tool_calls=[ToolCall(id="call-1", name="book", arguments={})])))
@@ -26,46 +27,68 @@ def _completed_with_a_card_to_write() -> tuple[Turn, InMemoryChatMemory]:
     memory("c1").append_all(turn.messages[:-1])
     memory("c1").append(card)
     turn.cards = [card.model_copy(update={"version": 2, "status": FormStatus.CANCELLED})]
-    turn.projection.messages = len(turn.messages) - 1
+    turn.projection.messages = known
     turn.projection.cards = {card.message_id: 1}
     return turn, memory
 
 
-def test_a_completed_turns_answer_is_written_after_its_cards() -> None:
-    # GIVEN a completed turn whose card and answer are not in the timeline at their latest yet
-    turn, memory = _completed_with_a_card_to_write()
+def _recording(memory: InMemoryChatMemory) -> list[list[str]]:
+    """The writes made to conversation c1 from now on: each a list of what it carried (a card with its version)."""
     conversation = memory("c1")
-    writes: list[str] = []
+    writes: list[list[str]] = []
     update, append_all = conversation.update_message, conversation.append_all
 
     def updating(message: Any, expected_version: int) -> bool:
-        writes.append(f"card v{message.version}")
+        writes.append([f"card v{message.version}"])
         return update(message, expected_version)
 
     def appending(messages: Any) -> None:
-        writes.extend(m.type for m in messages)
+        writes.append([f"card v{m.version}" if isinstance(m, FormMessage) else m.type for m in messages])
         append_all(messages)
 
     conversation.update_message = updating  # type: ignore[method-assign]
     conversation.append_all = appending  # type: ignore[method-assign]
+    return writes
+
+
+def test_a_completed_turns_settled_card_rides_with_its_answer() -> None:
+    # GIVEN a completed turn whose settled card and answer are not in the timeline at their latest yet
+    turn, memory = _completed_with_a_card_to_write()
+    writes = _recording(memory)
 
     # WHEN it is projected
-    project(turn, conversation)
+    project(turn, memory("c1"))
 
-    # THEN the card was written first and the answer after it, and the timeline now shows the turn ended
-    assert writes == ["card v2", "ai"]
+    # THEN one batch carried the card before the answer, and the timeline now shows the card and the end
+    assert writes == [["card v2", "ai"]]
+    assert ended_turn(memory("c1").get_messages()) == "t1"
+    [shown] = [m for m in memory("c1").get_messages() if isinstance(m, FormMessage)]
+    assert (shown.status, shown.version) == (FormStatus.CANCELLED, 2)
+    assert turn.projection.cards == {shown.message_id: 2} and turn.projection.messages == 4
+
+
+def test_a_completed_turns_answer_is_written_after_a_card_that_cannot_ride() -> None:
+    # GIVEN the same turn whose mark does not know the card's call to be in the timeline
+    turn, memory = _completed_with_a_card_to_write(known=1)
+    writes = _recording(memory)
+
+    # WHEN it is projected
+    project(turn, memory("c1"))
+
+    # THEN the messages up to the answer went first, then the card on its own, and the answer after it
+    assert writes == [["ai", "tool"], ["card v2"], ["ai"]]
     assert ended_turn(memory("c1").get_messages()) == "t1"
 
 
 def test_a_completed_turn_whose_card_cannot_be_written_shows_no_end() -> None:
-    # GIVEN the same turn, and a timeline that refuses the card's write
+    # GIVEN the same turn, and a timeline that refuses the batch carrying the card
     turn, memory = _completed_with_a_card_to_write()
     conversation = memory("c1")
 
-    def down(message: Any, expected_version: int) -> bool:
+    def down(messages: Any) -> None:
         raise ConnectionError("timeline down")
 
-    conversation.update_message = down  # type: ignore[method-assign]
+    conversation.append_all = down  # type: ignore[method-assign]
 
     # WHEN it is projected
     with pytest.raises(ConnectionError):

@@ -23,9 +23,17 @@ always has the same pair.)
 
 Requests: ``get_model_messages`` one Query, ``get_messages`` two (more only past 1 MB of results),
 ``append`` one PutItem, ``append_all`` one conditional PutItem per group of model messages (plus one per
-card), ``update_message`` one conditional PutItem, ``get_active_turn`` one GetItem, ``set_active_turn``
-one conditional UpdateItem; ``get_message`` a Query walking the cards back from the newest (a model message,
+pending card, and one per settled card that no group takes), ``update_message`` one conditional PutItem,
+``get_active_turn`` one GetItem, ``set_active_turn`` one conditional UpdateItem; ``get_message`` a Query walking
+the cards back from the newest (and, for a card, a short one forward from it for a settled copy; a model message,
 which nothing in the runtime asks for by id, walks the model entries after that, reading the groups' bodies).
+
+Settled cards: a card answered, cancelled or expired never changes again, so ``append_all`` puts it in the group of
+the first later message of its turn in the batch (the attribute ``cards`` names it there). The projection of a
+resumed turn is then one PutItem for the answered card, the tool's result and the model's answer together, where
+the card alone would be a request of its own. Its own ``c#`` item may stay at the pending version: readers take a
+card at the highest version any item holds, and a card whose settled version no group can take is written at its
+own key, raised from an older version only.
 
 Groups: a write unit is billed per started KB of each item, and the messages of one projection (a user's
 input and the model's call; a tool's result and the model's answer) are a few hundred bytes each. So
@@ -78,7 +86,14 @@ from agentturn.conversation_list import (
 )
 from agentturn.errors import StorageUnavailableError
 from agentturn.memory import ChatMemory
-from agentturn.messages import ApprovalMessage, CardMessage, FormMessage, ModelMessage, TimelineMessage
+from agentturn.messages import (
+    ApprovalMessage,
+    CardMessage,
+    FormMessage,
+    ModelMessage,
+    TimelineMessage,
+    is_settled,
+)
 from agentturn.serializer import JSON, Serializer
 
 if TYPE_CHECKING:
@@ -101,7 +116,6 @@ class _Entry(Protocol):
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
 _MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
 _TIMELINE_GROUP: TypeAdapter[list[TimelineMessage]] = TypeAdapter(list[TimelineMessage])
-_MODEL_GROUP: TypeAdapter[list[ModelMessage]] = TypeAdapter(list[ModelMessage])
 
 _CID: Final = tables.CONVERSATION_ID
 _SK: Final = tables.ENTRY_KEY
@@ -111,6 +125,8 @@ _BODY_REF: Final = BODY_REF
 _VERSION: Final = "version"
 #: On a group item only: how many messages its body holds.
 _COUNT: Final = "n"
+#: On a group item only: the ids of the settled cards its body holds (a card's latest version is found by it).
+_SETTLED_CARDS: Final = "cards"
 #: The size a group may reach: one write unit.
 _GROUP_BYTES: Final = 1024
 _TYPE: Final = "type"
@@ -130,6 +146,7 @@ _NAMES: Final = {
     "#mid": _MESSAGE_ID,
     "#v": _VERSION,
     "#n": _COUNT,
+    "#cards": _SETTLED_CARDS,
     "#type": _TYPE,
     "#at": _ACTIVE_TURN,
     "#lo": _LIST_OWNER,
@@ -165,11 +182,19 @@ def _position(message: _Entry) -> str:
 
 
 def _once_in_order(messages: Sequence[M]) -> list[M]:
-    """Each message once (by id: two groups may hold it), in the timeline's order."""
+    """Each message once (by id: two groups may hold it; a card at its highest version), in the timeline's
+    order."""
     unique: dict[str, M] = {}
     for message in messages:
-        unique.setdefault(message.message_id, message)
+        kept = unique.setdefault(message.message_id, message)
+        if _version(message) > _version(kept):
+            unique[message.message_id] = message
     return sorted(unique.values(), key=_position)
+
+
+def _version(message: object) -> int:
+    """A card's version (a settled card's copy in a group and its own item may differ); 0 for a message."""
+    return message.version if isinstance(message, FormMessage | ApprovalMessage) else 0
 
 
 def _latest(messages: list[M], limit: int | None) -> list[M]:
@@ -328,6 +353,9 @@ class DynamoDBConversation:
             what=f"timeline group ending at {last.message_id!r}",
         )
         item[_COUNT] = {"N": str(len(messages))}
+        settled = [m.message_id for m in messages if not m.model_visible]
+        if settled:
+            item[_SETTLED_CARDS] = {"SS": settled}
         return item
 
     def _object_key(self, key: str, write_id: str, *, immutable: bool) -> str:
@@ -391,9 +419,13 @@ class DynamoDBConversation:
 
     def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
         items = self._query(_MODEL_PREFIX, limit)
-        return _latest(
-            _once_in_order([m for item in items for m in self._decode_all(item, _MODEL, _MODEL_GROUP)]), limit
-        )
+        return _latest(_once_in_order([m for item in items for m in self._model_messages(item)]), limit)
+
+    def _model_messages(self, item: Item) -> list[ModelMessage]:
+        """The model messages an item holds (a group may also hold settled cards: left out)."""
+        if _COUNT not in item:
+            return [self._decode(item, _MODEL)]
+        return [m for m in self._decode(item, _TIMELINE_GROUP) if not isinstance(m, FormMessage | ApprovalMessage)]
 
     def _walk_back(self, prefix: str, message_id: str, matching: str) -> Iterator[Item]:
         """The ``prefix`` range's items that pass the filter ``matching`` (on ``:mid``, the id looked for), from
@@ -433,7 +465,40 @@ class DynamoDBConversation:
             return self._find_model_message(message_id)
         if _BODY not in item and _BODY_REF not in item:
             return None
-        return self._decode(item, _TIMELINE)
+        card = self._decode(item, _TIMELINE)
+        copy = self._settled_copy(card)
+        return copy if copy is not None and _version(copy) > _version(card) else card
+
+    def _settled_copy(self, card: TimelineMessage) -> TimelineMessage | None:
+        """The copy of ``card`` a group holds, if it was settled by :meth:`append_all`: such a group is keyed
+        after the card (by a later message of its turn), so the walk starts at the card and is short."""
+        condition = "#cid = :cid AND #sk BETWEEN :from AND :to"
+        matching = "contains(#cards, :mid)"
+        kwargs: dict[str, Any] = {}
+        while True:
+            response = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression=condition,
+                FilterExpression=matching,
+                ExpressionAttributeNames=_names(condition + matching),
+                ExpressionAttributeValues={
+                    ":cid": {"S": self.conversation_id},
+                    ":from": {"S": _MODEL_PREFIX + _position(card)},
+                    # The first key after the model range ("#" + 1 is "$"): no entry has it.
+                    ":to": {"S": _MODEL_PREFIX[:-1] + "$"},
+                    ":mid": {"S": card.message_id},
+                },
+                ConsistentRead=self._consistent,
+                **kwargs,
+            )
+            for raw in response.get("Items", []):
+                for message in self._decode(cast("Item", raw), _TIMELINE_GROUP):
+                    if message.message_id == card.message_id:
+                        return message
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                return None
+            kwargs["ExclusiveStartKey"] = start
 
     def _find_model_message(self, message_id: str) -> TimelineMessage | None:
         """A model message by id, walking the model range back from its end once: the item it is alone in, or
@@ -477,24 +542,61 @@ class DynamoDBConversation:
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
         for message in messages:
             _require_id(message)
-        # Model messages are immutable: they go in groups of up to 1 KB (see the module's docstring). Cards
-        # change after they are appended: they go one by one, only if absent.
+        # Model messages are immutable: they go in groups of up to 1 KB (see the module's docstring). A settled
+        # card is immutable too: it rides in the group of the first later message of its turn, which costs no
+        # request of its own. Other cards change after they are appended: they go one by one, only if absent.
         immutable: dict[str, TimelineMessage] = {}
+        settled: list[CardMessage] = []
         cards: list[TimelineMessage] = []
         for message in messages:
             if message.model_visible:
                 # The first occurrence of a key wins, as in the reference.
                 immutable.setdefault(entry_key(message), message)
+            elif isinstance(message, FormMessage | ApprovalMessage) and is_settled(message):
+                settled.append(message)
             else:
                 cards.append(message)
         # In timeline order: a group is keyed by its last message, which must be its latest (see _groups).
-        for group, item in self._groups(sorted(immutable.values(), key=_position)):
+        groups = self._groups(sorted(immutable.values(), key=_position))
+        alone = self._pack(groups, settled)
+        for group, item in groups:
             if item is None:
                 self.append(group[0])
             else:
                 self._put_group(item)
         for card in cards:
             self.append(card)
+        for card in alone:
+            self._settle_card(card)
+
+    def _pack(
+        self, groups: list[tuple[list[TimelineMessage], Item | None]], settled: list[CardMessage]
+    ) -> list[CardMessage]:
+        """Put each settled card into the first group that holds a later message of its turn (in place, the
+        group's item made again); the cards no group could take."""
+        alone: list[CardMessage] = []
+        for card in sorted(settled, key=_position):
+            index = next(
+                (
+                    i
+                    for i, (group, _) in enumerate(groups)
+                    if group[-1].turn_id == card.turn_id and _position(group[-1]) > _position(card)
+                ),
+                None,
+            )
+            if index is None:
+                alone.append(card)
+                continue
+            group = sorted([*groups[index][0], card], key=_position)
+            groups[index] = (group, self._group_item(group))
+        return alone
+
+    def _settle_card(self, card: CardMessage) -> None:
+        """Write a settled card at its own key: appended if absent, else raised from an older version."""
+        item = self._item(card)
+        condition = "attribute_not_exists(#sk) OR (#mid = :mid AND #type = :type AND #v < :v)"
+        values: Item = {":mid": {"S": card.message_id}, ":type": {"S": card.type}, ":v": {"N": str(card.version)}}
+        self._put(item, condition, values)
 
     def _groups(self, messages: list[TimelineMessage]) -> list[tuple[list[TimelineMessage], Item | None]]:
         """``messages`` (in timeline order) cut into runs of one turn whose group item is at most 1 KB (a message

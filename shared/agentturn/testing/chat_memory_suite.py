@@ -42,6 +42,17 @@ def _owner() -> str:
 __all__ = ["ChatMemorySuite"]
 
 
+def _result(index: int, *, turn: str = "turn-1", call: str = "call-1") -> ToolMessage:
+    """The result of ``call``, message number ``index`` of ``turn``."""
+    return ToolMessage(
+        message_id=f"{turn}:m:{index:05d}",
+        turn_id=turn,
+        sort_key=f"2026#{turn}#{index:05d}",
+        tool_call_id=call,
+        content={"status": "ok"},
+    )
+
+
 def ids(messages: list[TimelineMessage] | list[UserMessage | AiMessage | ToolMessage]) -> list[str]:
     return [m.message_id for m in messages]
 
@@ -108,6 +119,70 @@ class ChatMemorySuite:
         stored = memory.get_message(card.message_id)
         assert isinstance(stored, FormMessage)
         assert (stored.status, stored.version) == (FormStatus.SUBMITTED, 2)
+
+    def test_append_all_settles_a_card_with_the_messages_after_it(self, memory_kit: ChatMemoryKit) -> None:
+        # GIVEN a turn's input, the model's call and its pending card in the timeline
+        memory = memory_kit.memory(new_conversation_id())
+        card = form(1)
+        memory.append_all([user(0), ai(1, call="call-1"), card])
+
+        # WHEN the card, answered, is appended with the tool's result and the answer after it (one projection)
+        answered = submitted(card)
+        memory.append_all([answered, _result(2), ai(3)])
+
+        # THEN the timeline shows the card answered in its place, once, and the model still sees no card
+        assert memory.get_messages() == [user(0), ai(1, call="call-1"), answered, _result(2), ai(3)]
+        assert memory.get_messages(3) == [answered, _result(2), ai(3)]
+        assert memory.get_message(card.message_id) == answered
+        assert memory.get_model_messages() == [user(0), ai(1, call="call-1"), _result(2), ai(3)]
+
+    def test_a_settled_card_is_kept_against_older_versions_and_stale_batches(self, memory_kit: ChatMemoryKit) -> None:
+        # GIVEN a card settled with the messages after it
+        memory = memory_kit.memory(new_conversation_id())
+        card = form(1)
+        memory.append_all([user(0), ai(1, call="call-1"), card])
+        answered = submitted(card)
+        memory.append_all([answered, _result(2), ai(3)])
+
+        # WHEN stale projections append its pending version, alone and in a batch, and the later messages alone
+        assert memory.append(card) is False
+        memory.append_all([card, _result(2), ai(3)])
+        memory.append_all([_result(2), ai(3)])
+
+        # THEN the card is still the answered one, and every message is there once
+        assert memory.get_message(card.message_id) == answered
+        assert memory.get_messages() == [user(0), ai(1, call="call-1"), answered, _result(2), ai(3)]
+
+    def test_append_all_stores_a_settled_card_whose_pending_version_never_arrived(
+        self, memory_kit: ChatMemoryKit
+    ) -> None:
+        # GIVEN a timeline that holds the turn's input and call but not its card (that write was lost)
+        memory = memory_kit.memory(new_conversation_id())
+        memory.append_all([user(0), ai(1, call="call-1")])
+        answered = submitted(form(1))
+
+        # WHEN the answered card is appended with the messages after it, or alone (a cancel adds no message)
+        memory.append_all([answered, _result(2)])
+        other = submitted(form(3, call="call-2"))
+        memory.append_all([other])
+
+        # THEN both cards are there at their versions, in their places
+        assert memory.get_messages() == [user(0), ai(1, call="call-1"), answered, _result(2), other]
+        assert memory.get_message(other.message_id) == other
+
+    def test_append_all_raises_a_settled_card_it_carries_alone(self, memory_kit: ChatMemoryKit) -> None:
+        # GIVEN a pending card in the timeline
+        memory = memory_kit.memory(new_conversation_id())
+        card = form(1)
+        memory.append_all([user(0), ai(1, call="call-1"), card])
+
+        # WHEN its settled version comes in a batch with no message after it
+        cancelled = card.model_copy(update={"status": FormStatus.CANCELLED, "actions": [], "version": 2})
+        memory.append_all([cancelled])
+
+        # THEN the card is raised to that version where it was
+        assert memory.get_message(card.message_id) == cancelled
+        assert memory.get_messages()[-1] == cancelled
 
     def test_append_all_handles_more_entries_than_one_batch_request(self, memory_kit: ChatMemoryKit) -> None:
         # GIVEN 60 messages (more than DynamoDB's 25 per BatchWriteItem), in shuffled order
