@@ -121,6 +121,11 @@ class TurnDriver:
             self._end(run)
 
     def _step_while_runnable(self, run: Run) -> Turn:
+        unconfirmed = run.turn.projection.messages < len(run.turn.messages)
+        if run.history is None and unconfirmed and not run.turn.cancel_requested:
+            # The read the model's context needs anyway, made before the first save: what it shows of the
+            # turn's messages spares that save's projection appending them again (ModelStep.read_history).
+            self._model_step.read_history(run)
         while run.turn.status.is_runnable:
             if run.turn.cancel_requested:
                 self._writer.finish(run, TurnStatus.CANCELLED)

@@ -12,6 +12,7 @@ from agentturn.events import EventType
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
 from agentturn.messages import AiMessage, ModelMessage, UserMessage
+from agentturn.projection import confirm_shown
 from agentturn.registry import AgentRegistry
 from agentturn.retry import RetryPolicy
 from agentturn.sequencer import EventSequencer
@@ -108,16 +109,26 @@ class ModelStep:
         run ends, and every later model call of the run would read the same ones again.
         """
         if run.history is None:
-            run.history = self._history(run)
-        return [*run.history, *run.turn.messages]
+            self.read_history(run)
+        return [*(run.history or []), *run.turn.messages]
 
-    def _history(self, run: Run) -> list[ModelMessage]:
+    def read_history(self, run: Run) -> None:
+        """Set ``run.history`` (read once), and take what the read shows of the turn's own messages as a
+        receipt that the timeline holds them (:func:`~agentturn.projection.confirm_shown`): the turn holds its
+        conversation, so its messages are the latest there, and the read that serves the model also spares the
+        run's next projection appending them again. A turn whose history is known empty reads only when the
+        timeline is not known to hold its messages, as a receipt (a read bills less than a write)."""
         turn = run.turn
         window = agent_of(run, self._agents).policy.context_window
         memory = self._memory(turn.conversation_id)
-        if memory is None or window <= 0 or turn.history_empty:
-            return []
-        return context_history(memory.get_model_messages(window + turn.projection.messages), turn.id, window)
+        wanted = window if window > 0 and not turn.history_empty else 0
+        unconfirmed = turn.projection.messages < len(turn.messages)
+        if memory is None or not (wanted or unconfirmed):
+            run.history = []
+            return
+        fetched = memory.get_model_messages(wanted + len(turn.messages))
+        confirm_shown(turn, fetched)
+        run.history = context_history(fetched, turn.id, wanted)
 
     def _failed(self, run: Run, exc: Exception) -> None:
         """A retryable model error (throttled, 5xx, timeout, connection) keeps the turn runnable with a

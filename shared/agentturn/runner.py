@@ -245,7 +245,10 @@ class Runner:
             if saved.status.is_runnable:
                 # Once per wait: the answer that left nothing to wait for (or, by policy, something to run).
                 self._events.emit(saved, EventType.TURN_RESUMED, actionId=command.action_id, kind=command.kind.value)
-            self._writer.project(saved)
+            if not saved.status.is_runnable:
+                # A runnable turn's answered cards ride with the messages of its next run (projection._riding),
+                # at no write of their own; until then the snapshot shows them (timeline_repair.repair).
+                self._writer.project(saved)
             return saved
 
         # Answers to different cards of one turn race: each round re-reads and applies its answer to what is

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agentturn import FormMessage, FormStatus
 from agentturn.handoff import unpack_snapshot
 from agentturn.serializer import JSON
 from tests.functional.harness import Deployment, FakeLambdaContext, http_event
@@ -69,19 +70,32 @@ def test_support_ticket_runs_to_completion_through_run_submit_and_worker(deploym
     }
     assert submitted.headers["location"] == f"/turns/{turn_id}"
     messages = deployment.receive()
-    # ... carrying the receipt that the timeline already shows the SUBMITTED card, and the snapshot just saved
-    # (the worker starts from it without a claim)
+    # ... carrying the snapshot just saved (the worker starts from it without a claim), and no receipt: the
+    # submit wrote nothing to the timeline, the answered card goes there with the worker's messages
     [body] = [json.loads(m["Body"]) for m in messages]
-    assert body == {
-        "turnId": turn_id,
-        "version": submitted.json["version"],
-        "projected": True,
-        "snapshot": body["snapshot"],
-    }
+    assert body == {"turnId": turn_id, "version": submitted.json["version"], "snapshot": body["snapshot"]}
     stored = deployment.worker_app.services.get().store.load(turn_id)
     carried = unpack_snapshot(body["snapshot"], turn_id, body["version"], JSON)
     assert carried is not None
     assert carried.model_copy(update={"projection": stored.projection}) == stored
+
+    # ... while a reader of the conversation already sees the card answered (the snapshot is the truth), where
+    # the stored timeline still holds it as it was shown
+    stored_card = (
+        deployment.worker_app.services.get()
+        .chat_memory(stored.conversation_id)
+        .get_message(f"{turn_id}:input:{action_id}")
+    )
+    assert isinstance(stored_card, FormMessage) and stored_card.status is FormStatus.PENDING
+    waiting_view = deployment.run(
+        http_event("http_list_messages.json", path="/conversations/support-1/messages", query={"limit": "50"})
+    ).json
+    [shown] = [m for m in waiting_view["messages"] if m["type"] == "agent_form"]
+    assert (shown["status"], shown["submittedValues"], waiting_view["activeTurnId"]) == (
+        "SUBMITTED",
+        FORM_DATA,
+        turn_id,
+    )
 
     # WHEN the worker gets the message actually received from the queue
     result = deployment.deliver(messages)

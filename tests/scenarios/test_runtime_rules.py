@@ -12,7 +12,6 @@ from agentturn import (
     Agent,
     AiMessage,
     ApprovalMessage,
-    CardAction,
     ChatMemory,
     ChatRequest,
     ConversationBusyError,
@@ -35,7 +34,7 @@ from agentturn import (
 )
 from agentturn.conversation_lock import ended_turn
 from agentturn.messages import TimelineMessage
-from agentturn.projection import is_projected
+from agentturn.projection import is_projected, project
 from agentturn.store import Lease
 from agentturn.testing import DelegatingTurnStore
 from tests.scenarios.conftest import Backend
@@ -168,21 +167,22 @@ def test_a_failed_projection_is_repaired_on_the_next_save(backend: Backend) -> N
     assert backend.memory("conv").get_messages() == []
     assert EventType.PROJECTION_FAILED in [e.type for e in backend.events]
 
-    # WHEN the timeline recovers and the next snapshot is saved (the submission)
+    # WHEN the timeline recovers, the person answers (a save that leaves the projection to the run it hands the
+    # turn to) and the turn runs on
     flaky["conv"].failing = False
     runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    assert backend.memory("conv").get_messages() == []
+    done = runner.run_turn(waiting.id)
 
     # THEN every message and the card are there, the card at its latest state
     timeline = backend.memory("conv").get_messages()
-    assert [m.type for m in timeline] == ["user", "ai", "agent_form", "tool"]
+    assert [m.type for m in timeline] == ["user", "ai", "agent_form", "tool", "ai"]
     card = timeline[2]
     assert isinstance(card, FormMessage) and card.status is FormStatus.SUBMITTED and card.version == 2
-    # ... and projecting the same snapshot again changes nothing
-    done = runner.run_turn(waiting.id)
-    assert [m.message_id for m in backend.memory("conv").get_messages()] == [
-        *[m.message_id for m in timeline],
-        done.messages[-1].message_id,
-    ]
+    assert [m.message_id for m in backend.memory("conv").get_model_messages()] == [m.message_id for m in done.messages]
+    # ... and projecting the stored snapshot again changes nothing
+    project(runner.restore(done.id), backend.memory("conv"))
+    assert backend.memory("conv").get_messages() == timeline
 
 
 def test_the_timeline_converges_to_the_snapshot_with_cards_in_place(backend: Backend) -> None:
@@ -499,7 +499,7 @@ def test_an_orphaned_ready_turn_cannot_start_beside_the_active_one(backend: Back
 
 
 def test_a_projection_receipt_spares_the_worker_a_second_card_write(backend: Backend) -> None:
-    # GIVEN a submitted form whose submission was projected (the card is SUBMITTED in the timeline)
+    # GIVEN a submitted form whose saved version its sender projected (the card is SUBMITTED in the timeline)
     card_writes: list[str] = []
 
     class CountingMemory(FlakyMemory):
@@ -514,6 +514,7 @@ def test_a_projection_receipt_spares_the_worker_a_second_card_write(backend: Bac
     runner.chat_memory = provider
     waiting = runner.run(agent, "conv", "ticket")
     accepted = runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    project(accepted, provider("conv"))
     assert is_projected(accepted)
     writes_by_submit = len(card_writes)
 
@@ -532,12 +533,10 @@ def test_a_receipt_for_another_version_is_ignored(backend: Backend) -> None:
     runner = backend.runner([agent])
     waiting = runner.run(agent, "conv", "ticket")
     accepted = runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
-    # ... while the card write of the submission was in fact lost
+    # ... while the timeline holds the card as it was before the answer (the submit leaves it to the worker)
     memory = backend.memory("conv")
     stale = memory.get_message(f"{waiting.id}:input:call-1")
-    assert isinstance(stale, FormMessage)
-    pending = stale.model_copy(update={"status": FormStatus.PENDING, "version": 1, "actions": [CardAction.SUBMIT]})
-    assert memory.update_message(pending, expected_version=2)
+    assert isinstance(stale, FormMessage) and stale.status is FormStatus.PENDING and stale.version == 1
 
     # WHEN the worker gets the receipt for the wrong version
     Worker(runner).process(waiting.id, projected_version=accepted.version - 1)

@@ -1,4 +1,5 @@
-"""The conversation's history is read by a turn's start; a later run of a turn that found it empty reads none."""
+"""The conversation's history is read by a turn's start; a later run of a turn that found it empty reads it only
+as a receipt that the timeline holds the turn's own messages, and not at all once that is known."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from agentturn import (
     UserInputTool,
 )
 from agentturn.memory import ChatMemory, InMemoryChatMemory
+from agentturn.projection import project
 from agentturn.serializer import JSON
 from agentturn.store import InMemoryTurnStore
 
@@ -30,6 +32,8 @@ class CountingMemory:
     def __init__(self) -> None:
         self._memory = InMemoryChatMemory()
         self.history_reads = 0
+        #: the message ids of every batch appended, in order
+        self.batches: list[list[str]] = []
 
     def __call__(self, conversation_id: str) -> ChatMemory:
         memory = self._memory(conversation_id)
@@ -39,6 +43,10 @@ class CountingMemory:
             def get_model_messages(self, limit: int | None = None) -> Any:
                 outer.history_reads += 1
                 return memory.get_model_messages(limit)
+
+            def append_all(self, messages: Any) -> None:
+                outer.batches.append([m.message_id for m in messages])
+                memory.append_all(messages)
 
             def __getattr__(self, name: str) -> Any:
                 return getattr(memory, name)
@@ -56,7 +64,7 @@ def agent(model: ScriptedChatModel) -> Agent:
     return Agent("desk", "help", model, tools=[UserInputTool([FORM])])
 
 
-def test_a_turn_that_found_its_conversation_empty_reads_no_history_when_resumed() -> None:
+def test_a_turn_that_found_its_conversation_empty_reads_it_when_resumed_only_as_a_receipt() -> None:
     # GIVEN a start in a new conversation that stops for a form, and a worker (another runner) to resume it
     store, memory = InMemoryTurnStore(), CountingMemory()
     model = ScriptedChatModel(asks_for_the_form_then_answers)
@@ -67,12 +75,33 @@ def test_a_turn_that_found_its_conversation_empty_reads_no_history_when_resumed(
 
     # WHEN the form is answered and the worker runs the turn on
     worker.submit_resume(waiting.id, ResumeCommand.submit_form("c1", {"title": "x"}))
+    written_before = len(memory.batches)
     done = worker.run_turn(waiting.id)
 
-    # THEN the worker's model call got the turn's own messages only, without reading the conversation
+    # THEN the worker read the conversation once, and its model call got the turn's own messages only
+    assert done.status is TurnStatus.COMPLETED
+    assert memory.history_reads == 2
+    assert [m.turn_id for m in model.requests[-1].messages] == [done.id] * 3
+    # ... and that read was its receipt: one batch, the answered card with the new messages, not the input again
+    card_id = done.cards[0].message_id
+    assert memory.batches[written_before:] == [[card_id, *(m.message_id for m in done.messages[2:])]]
+
+
+def test_a_turn_that_found_its_conversation_empty_reads_nothing_once_its_timeline_is_known_whole() -> None:
+    # GIVEN the same answered turn, whose saved version was projected by whoever hands it on (the receipt)
+    store, memory = InMemoryTurnStore(), CountingMemory()
+    model = ScriptedChatModel(asks_for_the_form_then_answers)
+    waiting = Runner(store, memory, [agent(model)]).run(agent(model), "c1", "hello")
+    worker = Runner(store, memory, [agent(model)])
+    answered = worker.submit_resume(waiting.id, ResumeCommand.submit_form("c1", {"title": "x"}))
+    project(answered, memory("c1"))
+
+    # WHEN the worker runs it with that receipt
+    done = worker.run_turn(waiting.id, projected_version=answered.version)
+
+    # THEN it read nothing: the history is known empty and the timeline known to hold the turn
     assert done.status is TurnStatus.COMPLETED
     assert memory.history_reads == 1
-    assert [m.turn_id for m in model.requests[-1].messages] == [done.id] * 3
 
 
 def test_a_turn_after_earlier_ones_reads_the_history_in_each_run() -> None:

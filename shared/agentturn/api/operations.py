@@ -41,7 +41,7 @@ from agentturn.queue import carries_snapshots
 from agentturn.retry import handoff_delay
 from agentturn.runner import Runner
 from agentturn.state import Turn
-from agentturn.timeline_repair import repair
+from agentturn.timeline_repair import as_snapshot_shows, repair
 
 _log = logging.getLogger("agentturn.api.operations")
 
@@ -165,6 +165,7 @@ class Operations:
         repaired = repair(self.services.scoped_store(caller), memory, messages)
         if repaired.wrote:
             messages = memory.get_messages(limit)
+        messages = as_snapshot_shows(messages, repaired.cards)
         return MessagesView(conversation_id=conversation_id, active_turn_id=repaired.holder, messages=messages)
 
     # ------------------------------------------------------------------ answers
