@@ -48,8 +48,10 @@ class ChatMemory(Protocol):
         entries already present are left as they are, except a settled card (:func:`~agentturn.messages.is_settled`),
         which raises an older version of itself to its own. Readers see a card at the highest version stored.
 
-        A settled card never changes again, so an adapter may store it inside the items of the model messages
-        after it in the same batch (the DynamoDB adapter packs it into their group: no write of its own).
+        A settled card passed here is final: the caller never changes it again (the projection passes one only then,
+        and not one whose values were redacted), so an adapter may store it inside the items of the model messages
+        after it in the same batch (the DynamoDB adapter packs it into their group: no write of its own), and an
+        older version of it may stay where it was.
         """
         ...
 

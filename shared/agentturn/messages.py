@@ -152,8 +152,8 @@ TimelineMessage = Annotated[
 
 
 def is_settled(card: FormMessage | ApprovalMessage) -> bool:
-    """Whether ``card`` was answered or closed: a settled card never changes again (its status leaves PENDING
-    once, in the save that answers, cancels or expires it)."""
+    """Whether ``card`` was answered or closed: its status leaves PENDING once, in the save that answers, cancels
+    or expires it, and never changes again (only a form's values may still be redacted, when its tool completes)."""
     return card.status != "PENDING"
 
 

@@ -92,18 +92,28 @@ def mark_projected(turn: Turn) -> None:
     turn.projection.cards = {card.message_id: card.version for card in turn.cards}
 
 
+def _final(turn: Turn, card: CardMessage) -> bool:
+    """Whether ``card`` will never change again: settled, and not waiting for its tool. A tool-requested form's
+    card may still lose its values when that tool completes (``ExecutionPolicy.redact_submitted_values``),
+    until then its tool state holds the submitted data."""
+    state = turn.tool_states.get(card.action_id)
+    return is_settled(card) and (state is None or state.submitted_form_data is None)
+
+
 def _riding(turn: Turn) -> list[CardMessage]:
-    """The settled cards the timeline is not known to hold at their version whose call it is known to hold,
-    when the turn has messages to append: they ride in those messages' batch (:meth:`ChatMemory.append_all`),
-    at no write of their own. A card whose call is not known there is guessed instead (:func:`_confirm_previous`):
-    if the guess holds, it spares appending the messages before that call again."""
+    """The final cards the timeline is not known to hold at their version whose call it is known to hold, when
+    the turn has messages to append: they ride in those messages' batch (:meth:`ChatMemory.append_all`), at no
+    write of their own. A card whose call is not known there is guessed instead (:func:`_confirm_previous`): if
+    the guess holds, it spares appending the messages before that call again. A card whose values were redacted
+    is written at its own place, over any version that still shows them."""
     mark = turn.projection
     if mark.messages >= len(turn.messages):
         return []
     return [
         card
         for card in turn.cards
-        if is_settled(card)
+        if _final(turn, card)
+        and not (isinstance(card, FormMessage) and card.values_redacted)
         and card.version > mark.cards.get(card.message_id, 0)
         and _made_after(turn, card) <= mark.messages
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -26,6 +27,11 @@ from agentturn import (
     UserInputTool,
     Worker,
 )
+from agentturn.aws import tables
+from agentturn.aws.body_codec import BODY, BODY_REF
+from agentturn.aws.chat_memory import DynamoDBChatMemory
+from agentturn.messages import form_message_id
+from agentturn.projection import project
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
     SUPPORT_DATA,
@@ -228,6 +234,53 @@ def test_an_agent_can_redact_the_card_too(backend: Backend) -> None:
     form = card(backend, waiting.id)
     assert (form.status, form.submitted_values, form.values_redacted) == (FormStatus.SUBMITTED, None, True)
     assert done.retain_until is None
+
+
+def _stored_cards(backend: Backend, conversation_id: str, message_id: str) -> list[dict[str, Any]]:
+    """Every stored copy of card ``message_id``, as JSON: on DynamoDB each item's body read raw (a group may
+    hold a settled card's copy besides its own item), in memory the one entry."""
+    memory = backend.memory
+    if not isinstance(memory, DynamoDBChatMemory):
+        return [
+            m.model_dump(mode="json", by_alias=True)
+            for m in memory(conversation_id).get_messages()
+            if m.message_id == message_id
+        ]
+    items = memory.client.query(
+        TableName=memory.table_name,
+        KeyConditionExpression="#c = :c",
+        ExpressionAttributeNames={"#c": tables.CONVERSATION_ID},
+        ExpressionAttributeValues={":c": {"S": conversation_id}},
+        ConsistentRead=True,
+    )["Items"]
+    entries: list[dict[str, Any]] = []
+    for item in items:
+        if BODY in item or BODY_REF in item:
+            body = json.loads(memory.codec.decode(item, what="entry"))
+            entries += body if isinstance(body, list) else [body]
+    return [entry for entry in entries if entry.get("messageId") == message_id]
+
+
+def test_a_redacted_card_leaves_no_stored_copy_that_shows_the_values(backend: Backend) -> None:
+    # GIVEN an agent that redacts submitted values, and a tool-requested form answered on the worker's path
+    agent = tool_form_agent(Ledger(), ExecutionPolicy(redact_submitted_values=True))
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "conv", "ticket")
+    runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    # ... whose answered card reached the timeline with its values (a submit that left the turn waiting on
+    # another card projects at once; so does a read repair)
+    project(runner.restore(waiting.id), backend.memory("conv"))
+    assert any(c.get("submittedValues") for c in _stored_cards(backend, "conv", form_message_id(waiting.id, "call-1")))
+
+    # WHEN the worker runs the turn to its end
+    done = runner.run_turn(waiting.id)
+
+    # THEN no stored copy of the card holds the values (neither its own item nor a group's), and the latest is
+    # the redacted one
+    assert done.status is TurnStatus.COMPLETED
+    copies = _stored_cards(backend, "conv", form_message_id(waiting.id, "call-1"))
+    assert copies and all(copy.get("submittedValues") is None for copy in copies)
+    assert max(copies, key=lambda copy: copy["version"])["valuesRedacted"] is True
 
 
 def test_model_requested_redaction_keeps_the_data_only_in_the_tool_result(backend: Backend) -> None:

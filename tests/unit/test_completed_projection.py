@@ -11,6 +11,7 @@ from agentturn import AiMessage, InMemoryChatMemory, ToolCall, ToolMessage, Turn
 from agentturn.conversation_lock import ended_turn
 from agentturn.messages import FormMessage, FormStatus
 from agentturn.projection import project
+from agentturn.state import ToolCallState
 from agentturn.timeline_identity import place, stamp
 
 
@@ -97,3 +98,33 @@ def test_a_completed_turn_whose_card_cannot_be_written_shows_no_end() -> None:
     # THEN the answer was not written either: the next start reads the turn instead of taking its end as shown
     assert [m.type for m in memory("c1").get_model_messages()] == ["user", "ai", "tool"]
     assert ended_turn(memory("c1").get_messages()) is None
+
+
+def test_a_card_whose_values_were_redacted_is_written_at_its_place_not_carried() -> None:
+    # GIVEN the completed turn whose settled card was redacted (an older version may still show the values)
+    turn, memory = _completed_with_a_card_to_write()
+    [card] = turn.cards
+    turn.cards = [card.model_copy(update={"status": FormStatus.SUBMITTED, "values_redacted": True})]
+    writes = _recording(memory)
+
+    # WHEN it is projected
+    project(turn, memory("c1"))
+
+    # THEN the card replaced its older version where it is, before the answer went on its own
+    assert writes == [["card v2"], ["ai"]]
+
+
+def test_a_card_whose_tool_has_not_completed_is_not_carried() -> None:
+    # GIVEN a turn whose submitted card's tool still holds the data (its completion may redact the card)
+    turn, memory = _completed_with_a_card_to_write()
+    turn.status = TurnStatus.RUNNING
+    [card] = turn.cards
+    turn.cards = [card.model_copy(update={"status": FormStatus.SUBMITTED})]
+    turn.tool_states["call-1"] = ToolCallState(submitted_form_data={"city": "Oslo"})
+    writes = _recording(memory)
+
+    # WHEN it is projected
+    project(turn, memory("c1"))
+
+    # THEN the messages went in a batch of their own, and the card was written at its own place
+    assert writes == [["ai"], ["card v2"]]

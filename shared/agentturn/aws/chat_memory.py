@@ -28,12 +28,12 @@ pending card, and one per settled card that no group takes), ``update_message`` 
 the cards back from the newest (and, for a card, a short one forward from it for a settled copy; a model message,
 which nothing in the runtime asks for by id, walks the model entries after that, reading the groups' bodies).
 
-Settled cards: a card answered, cancelled or expired never changes again, so ``append_all`` puts it in the group of
-the first later message of its turn in the batch (the attribute ``cards`` names it there). The projection of a
-resumed turn is then one PutItem for the answered card, the tool's result and the model's answer together, where
-the card alone would be a request of its own. Its own ``c#`` item may stay at the pending version: readers take a
-card at the highest version any item holds, and a card whose settled version no group can take is written at its
-own key, raised from an older version only.
+Settled cards: a card answered, cancelled or expired that ``append_all`` is given is final (the port's contract),
+so it goes in the group of the first later message of its turn in the batch (the attribute ``cards`` names it
+there). The projection of a resumed turn is then one PutItem for the answered card, the tool's result and the
+model's answer together, where the card alone would be a request of its own. Its own ``c#`` item may stay at the
+pending version: readers take a card at the highest version any item holds, and a card whose settled version no
+group can take is written at its own key, raised from an older version only.
 
 Groups: a write unit is billed per started KB of each item, and the messages of one projection (a user's
 input and the model's call; a tool's result and the model's answer) are a few hundred bytes each. So
