@@ -121,8 +121,9 @@ class TurnDriver:
             self._end(run)
 
     def _step_while_runnable(self, run: Run) -> Turn:
-        unconfirmed = run.turn.projection.messages < len(run.turn.messages)
-        if run.history is None and unconfirmed and not run.turn.cancel_requested:
+        turn = run.turn
+        unconfirmed = turn.projection.messages < len(turn.messages)
+        if run.history is None and unconfirmed and not turn.cancel_requested and turn.is_due(self._clock()):
             # The read the model's context needs anyway, made before the first save: what it shows of the
             # turn's messages spares that save's projection appending them again (ModelStep.read_history).
             self._model_step.read_history(run)

@@ -247,7 +247,7 @@ class Runner:
                 self._events.emit(saved, EventType.TURN_RESUMED, actionId=command.action_id, kind=command.kind.value)
             if not saved.status.is_runnable:
                 # A runnable turn's answered cards ride with the messages of its next run (projection._riding),
-                # at no write of their own; until then the snapshot shows them (timeline_repair.repair).
+                # at no write of their own; until then readers are shown the snapshot's (as_snapshot_shows).
                 self._writer.project(saved)
             return saved
 

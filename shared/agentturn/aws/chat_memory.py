@@ -573,7 +573,8 @@ class DynamoDBConversation:
         self, groups: list[tuple[list[TimelineMessage], Item | None]], settled: list[CardMessage]
     ) -> list[CardMessage]:
         """Put each settled card into the first group that holds a later message of its turn (in place, the
-        group's item made again); the cards no group could take."""
+        group's item made again: it may pass 1 KB, a write unit more and still no request more); the cards no
+        group could take."""
         alone: list[CardMessage] = []
         for card in sorted(settled, key=_position):
             index = next(
