@@ -427,24 +427,20 @@ class DynamoDBConversation:
             return [self._decode(item, _MODEL)]
         return [m for m in self._decode(item, _TIMELINE_GROUP) if not isinstance(m, FormMessage | ApprovalMessage)]
 
-    def _walk_back(self, prefix: str, message_id: str, matching: str) -> Iterator[Item]:
-        """The ``prefix`` range's items that pass the filter ``matching`` (on ``:mid``, the id looked for), from
-        the newest, one page at a time (a caller that stops early reads no further page)."""
-        condition = "#cid = :cid AND begins_with(#sk, :prefix)"
+    def _walk(self, key_condition: str, values: Item, matching: str, *, forward: bool) -> Iterator[Item]:
+        """This conversation's items within ``key_condition`` that pass the filter ``matching`` (``values`` fill
+        both, ``:cid`` besides), in key order or from the end, one page at a time (a caller that stops early
+        reads no further page)."""
         kwargs: dict[str, Any] = {}
         while True:
             response = self._client.query(
                 TableName=self._table,
-                KeyConditionExpression=condition,
+                KeyConditionExpression=key_condition,
                 FilterExpression=matching,
-                ExpressionAttributeNames=_names(condition + matching),
-                ExpressionAttributeValues={
-                    ":cid": {"S": self.conversation_id},
-                    ":prefix": {"S": prefix},
-                    ":mid": {"S": message_id},
-                },
+                ExpressionAttributeNames=_names(key_condition + matching),
+                ExpressionAttributeValues={":cid": {"S": self.conversation_id}, **values},
                 ConsistentRead=self._consistent,
-                ScanIndexForward=False,
+                ScanIndexForward=forward,
                 **kwargs,
             )
             yield from (cast("Item", raw) for raw in response.get("Items", []))
@@ -452,6 +448,12 @@ class DynamoDBConversation:
             if start is None:
                 return
             kwargs["ExclusiveStartKey"] = start
+
+    def _walk_back(self, prefix: str, message_id: str, matching: str) -> Iterator[Item]:
+        """The ``prefix`` range's items that pass the filter ``matching`` (on ``:mid``, the id looked for), from
+        the newest."""
+        values: Item = {":prefix": {"S": prefix}, ":mid": {"S": message_id}}
+        return self._walk("#cid = :cid AND begins_with(#sk, :prefix)", values, matching, forward=False)
 
     def _search(self, prefix: str, message_id: str) -> Item | None:
         """The entry with ``message_id`` in the ``prefix`` range, walking it back from its end: a card looked
@@ -472,33 +474,18 @@ class DynamoDBConversation:
     def _settled_copy(self, card: TimelineMessage) -> TimelineMessage | None:
         """The copy of ``card`` a group holds, if it was settled by :meth:`append_all`: such a group is keyed
         after the card (by a later message of its turn), so the walk starts at the card and is short."""
-        condition = "#cid = :cid AND #sk BETWEEN :from AND :to"
-        matching = "contains(#cards, :mid)"
-        kwargs: dict[str, Any] = {}
-        while True:
-            response = self._client.query(
-                TableName=self._table,
-                KeyConditionExpression=condition,
-                FilterExpression=matching,
-                ExpressionAttributeNames=_names(condition + matching),
-                ExpressionAttributeValues={
-                    ":cid": {"S": self.conversation_id},
-                    ":from": {"S": _MODEL_PREFIX + _position(card)},
-                    # The first key after the model range ("#" + 1 is "$"): no entry has it.
-                    ":to": {"S": _MODEL_PREFIX[:-1] + "$"},
-                    ":mid": {"S": card.message_id},
-                },
-                ConsistentRead=self._consistent,
-                **kwargs,
-            )
-            for raw in response.get("Items", []):
-                for message in self._decode(cast("Item", raw), _TIMELINE_GROUP):
-                    if message.message_id == card.message_id:
-                        return message
-            start = response.get("LastEvaluatedKey")
-            if start is None:
-                return None
-            kwargs["ExclusiveStartKey"] = start
+        values: Item = {
+            ":from": {"S": _MODEL_PREFIX + _position(card)},
+            # The first key after the model range ("#" + 1 is "$"): no entry has it.
+            ":to": {"S": _MODEL_PREFIX[:-1] + "$"},
+            ":mid": {"S": card.message_id},
+        }
+        groups = self._walk("#cid = :cid AND #sk BETWEEN :from AND :to", values, "contains(#cards, :mid)", forward=True)
+        for item in groups:
+            for message in self._decode(item, _TIMELINE_GROUP):
+                if message.message_id == card.message_id:
+                    return message
+        return None
 
     def _find_model_message(self, message_id: str) -> TimelineMessage | None:
         """A model message by id, walking the model range back from its end once: the item it is alone in, or
