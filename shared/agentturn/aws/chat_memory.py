@@ -11,8 +11,9 @@ Items of a conversation (partition key ``conversationId``)::
     sk = "head"                            the conversation's head: activeTurnId
 
 The table has no index: what a query needs is in the key. The model's context is one Query of the ``t#``
-range (cards, which carry whole form schemas, are never read for it); the timeline merges the ``t#`` and
-``c#`` ranges; a card is found by id walking the ``c#`` range from its end. (Two local indexes did this
+range (pending cards, which carry whole form schemas, are never read for it; a settled card riding in a group
+is, and left out); the timeline merges the ``t#`` and ``c#`` ranges; a card is found by id walking the ``c#``
+range from its end. (Two local indexes did this
 before, and every index write of an entry was billed as a write unit more.)
 
 ``\\x1f`` sorts below every character a sort key uses, so entries are ordered by ``(sort_key, message_id)``
