@@ -27,13 +27,16 @@ def _confirm_previous(memory: ChatMemory, turn: Turn, card: CardMessage) -> bool
     """A card that has changed since it was made was almost surely appended already: the mark of a blocked
     turn is one save behind (the card is projected after the save that suspended the turn, and nothing saves
     again until the answer). Trying the previous version first makes an answer one conditional write instead of
-    a failed append, a read and a write; the CAS checks the guess.
+    a failed append, a read and a write; the CAS checks the guess. A redacted card is guessed at its first
+    version: the answer it was redacted with (or after) was left to the run's projection, which writes a redacted
+    card at its own place only (:func:`_riding`), so the timeline most likely still shows it pending.
 
     When it holds, the timeline also holds the messages up to the one that made the card's call: every
     projection appends a turn's messages before its cards (:func:`project`), and those messages never change
     once saved. So the mark advances over them too, and they are not written again.
     """
-    if not memory.update_message(card, expected_version=card.version - 1):
+    redacted = isinstance(card, FormMessage) and card.values_redacted
+    if not memory.update_message(card, expected_version=1 if redacted else card.version - 1):
         return False
     turn.projection.messages = max(turn.projection.messages, _made_after(turn, card))
     return True

@@ -114,6 +114,24 @@ def test_a_card_whose_values_were_redacted_is_written_at_its_place_not_carried()
     assert writes == [["card v2"], ["ai"]]
 
 
+def test_a_redacted_card_nobody_projected_since_it_was_pending_is_one_write() -> None:
+    # GIVEN the completed turn whose card went from pending to redacted (version 3) in saves that projected
+    # nothing, so the snapshot's mark knows nothing of it
+    turn, memory = _completed_with_a_card_to_write()
+    [card] = turn.cards
+    turn.cards = [card.model_copy(update={"status": FormStatus.SUBMITTED, "values_redacted": True, "version": 3})]
+    turn.projection.cards = {}
+    writes = _recording(memory)
+
+    # WHEN it is projected
+    project(turn, memory("c1"))
+
+    # THEN the first guess (its pending version) held: one card write, then the answer
+    assert writes == [["card v3"], ["ai"]]
+    [shown] = [m for m in memory("c1").get_messages() if isinstance(m, FormMessage)]
+    assert (shown.version, shown.values_redacted) == (3, True)
+
+
 def test_a_card_whose_tool_has_not_completed_is_not_carried() -> None:
     # GIVEN a turn whose submitted card's tool still holds the data (its completion may redact the card)
     turn, memory = _completed_with_a_card_to_write()
