@@ -115,7 +115,6 @@ class _Entry(Protocol):
 
 
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
-_MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
 _TIMELINE_GROUP: TypeAdapter[list[TimelineMessage]] = TypeAdapter(list[TimelineMessage])
 
 _CID: Final = tables.CONVERSATION_ID
@@ -372,11 +371,11 @@ class DynamoDBConversation:
         text = self._codec.decode(item, what=f"timeline entry {as_str(item.get(_MESSAGE_ID))!r}")
         return self._serializer.loads(text, schema)
 
-    def _decode_all(self, item: Item, one: TypeAdapter[M], group: TypeAdapter[list[M]]) -> list[M]:
-        """The messages an item holds: one, or a group's."""
+    def _messages(self, item: Item) -> list[TimelineMessage]:
+        """The messages an item holds: one, or a group's (which may also hold settled cards)."""
         if _COUNT in item:
-            return self._decode(item, group)
-        return [self._decode(item, one)]
+            return self._decode(item, _TIMELINE_GROUP)
+        return [self._decode(item, _TIMELINE)]
 
     # ------------------------------------------------------------------ reads
 
@@ -415,7 +414,7 @@ class DynamoDBConversation:
         # The latest ``limit`` items of both ranges hold the latest ``limit`` of the merged timeline (a group is
         # keyed by its last message).
         items = self._query(_MODEL_PREFIX, limit) + self._query(_CARD_PREFIX, limit)
-        messages = _once_in_order([m for item in items for m in self._decode_all(item, _TIMELINE, _TIMELINE_GROUP)])
+        messages = _once_in_order([m for item in items for m in self._messages(item)])
         return _latest(messages, limit)
 
     def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
@@ -423,10 +422,8 @@ class DynamoDBConversation:
         return _latest(_once_in_order([m for item in items for m in self._model_messages(item)]), limit)
 
     def _model_messages(self, item: Item) -> list[ModelMessage]:
-        """The model messages an item holds (a group may also hold settled cards: left out)."""
-        if _COUNT not in item:
-            return [self._decode(item, _MODEL)]
-        return [m for m in self._decode(item, _TIMELINE_GROUP) if not isinstance(m, FormMessage | ApprovalMessage)]
+        """The model messages an item holds (the settled cards a group may hold left out)."""
+        return [m for m in self._messages(item) if not isinstance(m, FormMessage | ApprovalMessage)]
 
     def _walk(self, key_condition: str, values: Item, matching: str, *, forward: bool) -> Iterator[Item]:
         """This conversation's items within ``key_condition`` that pass the filter ``matching`` (``values`` fill
@@ -492,7 +489,7 @@ class DynamoDBConversation:
         """A model message by id, walking the model range back from its end once: the item it is alone in, or
         a group (which holds it only if its body says so)."""
         for item in self._walk_back(_MODEL_PREFIX, message_id, "#mid = :mid OR attribute_exists(#n)"):
-            for message in self._decode_all(item, _TIMELINE, _TIMELINE_GROUP):
+            for message in self._messages(item):
                 if message.message_id == message_id:
                     return message
         return None
