@@ -11,7 +11,7 @@ from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
 from agentturn.messages import ModelMessage
 from agentturn.model_step import ModelStep
-from agentturn.projection import mark_projected
+from agentturn.projection import mark_projected, messages_projected
 from agentturn.registry import AgentRegistry
 from agentturn.state import Turn, TurnPhase, TurnStatus
 from agentturn.store import Lease, TurnStore
@@ -122,8 +122,12 @@ class TurnDriver:
 
     def _step_while_runnable(self, run: Run) -> Turn:
         turn = run.turn
-        unconfirmed = turn.projection.messages < len(turn.messages)
-        if run.history is None and unconfirmed and not turn.cancel_requested and turn.is_due(self._clock()):
+        if (
+            run.history is None
+            and not messages_projected(turn)
+            and not turn.cancel_requested
+            and turn.is_due(self._clock())
+        ):
             # The read the model's context needs anyway, made before the first save: what it shows of the
             # turn's messages spares that save's projection appending them again (ModelStep.read_history).
             self._model_step.read_history(run)

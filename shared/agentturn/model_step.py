@@ -12,7 +12,7 @@ from agentturn.events import EventType
 from agentturn.lease_keeper import LeaseKeeper
 from agentturn.memory import ChatMemory
 from agentturn.messages import AiMessage, ModelMessage, UserMessage
-from agentturn.projection import confirm_shown
+from agentturn.projection import confirm_shown, messages_projected
 from agentturn.registry import AgentRegistry
 from agentturn.retry import RetryPolicy
 from agentturn.sequencer import EventSequencer
@@ -122,8 +122,7 @@ class ModelStep:
         window = agent_of(run, self._agents).policy.context_window
         memory = self._memory(turn.conversation_id)
         wanted = window if window > 0 and not turn.history_empty else 0
-        unconfirmed = turn.projection.messages < len(turn.messages)
-        if memory is None or not (wanted or unconfirmed):
+        if memory is None or (not wanted and messages_projected(turn)):
             run.history = []
             return
         fetched = memory.get_model_messages(wanted + len(turn.messages))

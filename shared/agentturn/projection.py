@@ -69,8 +69,12 @@ def _sync_card(memory: ChatMemory, card: CardMessage, known_version: int, *, gue
 
 def is_projected(turn: Turn) -> bool:
     """Whether this process knows the timeline to hold all of ``turn`` (its marks cover everything)."""
-    mark = turn.projection
-    return mark.messages == len(turn.messages) and cards_projected(turn)
+    return messages_projected(turn) and cards_projected(turn)
+
+
+def messages_projected(turn: Turn) -> bool:
+    """Whether the timeline is known to hold every message of ``turn``."""
+    return turn.projection.messages >= len(turn.messages)
 
 
 def cards_projected(turn: Turn) -> bool:
@@ -110,7 +114,7 @@ def _riding(turn: Turn) -> list[CardMessage]:
     the guess holds, it spares appending the messages before that call again. A card whose values were redacted
     is written at its own place, over any version that still shows them."""
     mark = turn.projection
-    if mark.messages >= len(turn.messages):
+    if messages_projected(turn):
         return []
     return [
         card
