@@ -260,6 +260,40 @@ def test_each_dev_user_sees_only_their_own_conversations(page: Any) -> None:
     expect(form_card(page, "PENDING")).to_have_count(1)
 
 
+def test_a_read_answered_after_the_user_switch_is_not_drawn_for_the_next_user(page: Any) -> None:
+    """The race CI caught: the default user's poll answered after the switch to alice and was drawn as hers."""
+    # GIVEN the default user's conversation with a pending card, and the default user's next read held
+    conversation = open_console(page, "support-agent")
+    send(page, TICKET)
+    expect(form_card(page, "PENDING")).to_have_count(1)
+    held: list[Any] = []
+
+    def hold_the_default_users_reads(route: Any) -> None:
+        if "x-agentturn-dev-user" in route.request.headers:
+            route.continue_()
+        else:
+            held.append(route)
+
+    # A fresh page, so no poll of the first one is caught (a reload can cancel one the route already holds).
+    url = page.url
+    page.goto("about:blank")
+    page.route(f"**/conversations/{conversation}/messages*", hold_the_default_users_reads)
+    with page.expect_request(lambda request: "/messages" in request.url):
+        page.goto(url)
+    # WHEN the person becomes alice while that read is in flight, and only then does it answer
+    page.locator(".settings summary").click()
+    page.locator("#user").select_option("alice")
+    expect(page.locator("#empty")).to_be_visible()
+    assert held, "the default user's read was not in flight"  # the poll's, and the live channel's safety net's
+    for route in held:
+        with page.expect_console_message(lambda message: "dropped the timeline read" in message.text):
+            route.continue_()
+    # THEN alice still sees an empty conversation: nothing of the default user's was drawn
+    expect(page.get_by_test_id("user-message")).to_have_count(0)
+    expect(form_card(page, "PENDING")).to_have_count(0)
+    expect(page.locator("#empty")).to_be_visible()
+
+
 def _card(status: str, number: int, **extra: Any) -> dict[str, Any]:
     return form_card_entry(status, number, description=f"a {status} card", **extra)
 

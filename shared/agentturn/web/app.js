@@ -37,6 +37,9 @@ const state = {
   finished: new Map(), // turnId -> terminal TurnView (never changes again)
   settled: null, // "turnId@version" of the last non-runnable turn a poll has confirmed
   cancelling: false,
+  // Which view (user and conversation) is on screen: bumped whenever either changes, so an answer to a read
+  // made for the previous one is dropped instead of drawn under the new one.
+  view: 0,
 };
 
 const api = new Api(() => state.user || null);
@@ -101,11 +104,17 @@ function showTurn(turn) {
   });
 }
 
+/** An answer to a read made for a view no longer shown (the debug line is what tests wait for). */
+function dropStale(what) {
+  console.debug(`agentturn: dropped the ${what} read for a view no longer shown`);
+  return false;
+}
+
 /** One poll: the timeline, then the turn that holds the conversation. Resolves true to keep polling. */
 async function refresh() {
-  const cid = state.conversationId;
-  const result = await api.messages(cid);
-  if (cid !== state.conversationId) return false; // switched meanwhile
+  const view = state.view;
+  const result = await api.messages(state.conversationId);
+  if (view !== state.view) return dropStale("timeline"); // another user or conversation meanwhile
   if (result.status === 404) {
     scroll.around(() => timeline.render([]));
     $("empty").hidden = timeline.hasEchoes();
@@ -145,7 +154,7 @@ async function refresh() {
   let turn = state.finished.get(turnId);
   if (!turn) {
     const read = await api.turn(turnId);
-    if (cid !== state.conversationId) return false;
+    if (view !== state.view) return dropStale("turn");
     if (!read.ok) return read.status === 0 || read.status >= 500;
     turn = read.body;
     if (!RUNNABLE.has(turn.status) && !turn.status.startsWith("WAITING")) state.finished.set(turnId, turn);
@@ -176,6 +185,7 @@ function showCancel() {
 }
 
 function openConversation(id) {
+  state.view += 1;
   state.conversationId = id;
   state.activeTurnId = null;
   state.lastTurnId = null;
@@ -228,11 +238,13 @@ async function send(event) {
   scroll.around(() => ($("empty").hidden = true));
   scroll.toBottom();
   const cid = state.conversationId;
+  const view = state.view;
   const body = { input, agentId, conversationId: cid };
   const result = await sendWithRetry(startAttempt, body, (key) => api.startTurn(cid, input, agentId, key));
   $("send").disabled = false;
-  if (cid !== state.conversationId) {
-    // The person opened another conversation meanwhile: the list shows where the message went.
+  if (view !== state.view) {
+    // The person opened another conversation (or became another user) meanwhile: the list shows where the
+    // message went.
     conversations.refresh();
     return;
   }
@@ -347,10 +359,10 @@ function wake() {
 
 function followConversation() {
   if (!live.channel) return;
-  const id = state.conversationId;
+  const view = state.view;
   live.view.reset();
-  live.channelFor(state.user || live.devUser, id).then((channel) => {
-    if (id === state.conversationId) live.channel.follow(channel);
+  live.channelFor(state.user || live.devUser, state.conversationId).then((channel) => {
+    if (view === state.view) live.channel.follow(channel);
   });
 }
 

@@ -61,9 +61,11 @@ export class ConversationList {
   async loadMore() {
     if (!this.cursor) return;
     this.more.disabled = true;
+    const generation = this.generation;
     const result = await this.api.conversations(30, this.cursor);
     this.more.disabled = false;
-    if (!result.ok) return;
+    // A refresh meanwhile (another user, a turn started) replaced the list this page continued.
+    if (!result.ok || generation !== this.generation) return;
     const known = new Set(this.entries.map((e) => e.conversationId));
     this.entries.push(...(result.body?.conversations || []).filter((e) => !known.has(e.conversationId)));
     this.cursor = result.body?.nextCursor || null;
