@@ -294,6 +294,32 @@ def test_a_read_answered_after_the_user_switch_is_not_drawn_for_the_next_user(pa
     expect(page.locator("#empty")).to_be_visible()
 
 
+def test_a_message_retried_after_the_user_switch_still_goes_as_its_sender(page: Any) -> None:
+    # GIVEN the default user's message whose first sending is held on the network
+    conversation = open_console(page, "support-agent")
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(f"**/conversations/{conversation}/turns", hold_the_first)
+    with page.expect_request(lambda request: request.url.endswith("/turns")) as first:
+        send(page, TICKET)
+    assert "x-agentturn-dev-user" not in first.value.headers
+    # WHEN the person becomes alice, and only then is the first sending lost (the page retries it)
+    page.locator(".settings summary").click()
+    page.locator("#user").select_option("alice")
+    expect(page.locator("#empty")).to_be_visible()
+    with page.expect_request(lambda request: request.url.endswith("/turns")) as retry:
+        held[0].abort("connectionreset")
+    # THEN the retry is the same request from the same person: the default user, the same key
+    assert "x-agentturn-dev-user" not in retry.value.headers
+    assert retry.value.headers["idempotency-key"] == first.value.headers["idempotency-key"]
+
+
 def _card(status: str, number: int, **extra: Any) -> dict[str, Any]:
     return form_card_entry(status, number, description=f"a {status} card", **extra)
 

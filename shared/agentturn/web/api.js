@@ -31,6 +31,12 @@ export class Api {
     this.base = base;
   }
 
+  /** This client with the caller fixed now: every retry of one request goes as the person who sent it. */
+  asCaller() {
+    const user = this.devUser();
+    return new Api(() => user, this.base);
+  }
+
   async request(method, path, { body, idempotencyKey, timeoutMs = 30000 } = {}) {
     const headers = { Accept: "application/json, application/problem+json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";

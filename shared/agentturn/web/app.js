@@ -240,7 +240,8 @@ async function send(event) {
   const cid = state.conversationId;
   const view = state.view;
   const body = { input, agentId, conversationId: cid };
-  const result = await sendWithRetry(startAttempt, body, (key) => api.startTurn(cid, input, agentId, key));
+  const caller = api.asCaller();
+  const result = await sendWithRetry(startAttempt, body, (key) => caller.startTurn(cid, input, agentId, key));
   $("send").disabled = false;
   if (view !== state.view) {
     // The person opened another conversation (or became another user) meanwhile: the list shows where the
@@ -283,7 +284,8 @@ async function cancelTurn() {
   state.cancelling = true;
   showCancel();
   $("turn-status").textContent = "Cancelling…";
-  const result = await sendWithRetry(cancelAttempt, { turnId }, (key) => api.cancel(turnId, key));
+  const caller = api.asCaller();
+  const result = await sendWithRetry(cancelAttempt, { turnId }, (key) => caller.cancel(turnId, key));
   if (!result.ok) {
     state.cancelling = false;
     showCancel();

@@ -112,8 +112,9 @@ export function formCard(initial, ctx) {
     busy = true;
     handle?.update({ busy, serverErrors });
     showProblems();
+    const caller = ctx.api.asCaller();
     const result = await sendWithRetry(submitAttempt, data, (key) =>
-      ctx.api.action(message.turnId, message.actionId, "submit", { data }, key),
+      caller.action(message.turnId, message.actionId, "submit", { data }, key),
     );
     busy = false;
     if (result.ok) {
@@ -150,8 +151,9 @@ export function formCard(initial, ctx) {
     note = null;
     handle?.update({ busy });
     const body = reason ? { reason } : {};
+    const caller = ctx.api.asCaller();
     const result = await sendWithRetry(declineAttempt, body, (key) =>
-      ctx.api.action(message.turnId, message.actionId, "decline", body, key),
+      caller.action(message.turnId, message.actionId, "decline", body, key),
     );
     busy = result.ok;
     if (result.ok) {
@@ -297,7 +299,8 @@ export function approvalCard(initial, ctx) {
     noteHost.textContent = "";
     node.querySelectorAll("button").forEach((b) => (b.disabled = true));
     handle?.update({ busy: true });
-    const result = await sendWithRetry(attempts[kind], body, (key) => ctx.api.action(message.turnId, message.actionId, kind, body, key));
+    const caller = ctx.api.asCaller();
+    const result = await sendWithRetry(attempts[kind], body, (key) => caller.action(message.turnId, message.actionId, kind, body, key));
     if (result.ok) {
       noteHost.textContent = done;
       drafts.clear();
