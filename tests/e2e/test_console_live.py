@@ -71,6 +71,37 @@ def test_a_tool_turn_shows_running_then_its_form(page: Any) -> None:
     assert "running create_support_ticket…" in seen
 
 
+def test_what_the_previous_users_channel_still_says_is_not_drawn_for_the_next(page: Any) -> None:
+    # GIVEN the default user live on a conversation, and the digest that names the next channel held, so the
+    # page stays subscribed to the default user's channel after the switch
+    page.add_init_script(
+        """(() => {
+             const digest = crypto.subtle.digest.bind(crypto.subtle);
+             window.gate = null;
+             crypto.subtle.digest = (...args) => (window.gate || Promise.resolve()).then(() => digest(...args));
+           })()"""
+    )
+    conversation = open_console(page, SLOW_WRITER_ID)
+    expect(page.locator("body")).to_have_attribute("data-live", "live")
+    page.evaluate("() => { window.gate = new Promise((open) => (window.openGate = open)); }")
+    page.locator(".settings summary").click()
+    page.locator("#user").select_option("alice")
+    expect(page.locator("#empty")).to_be_visible()
+
+    # WHEN a turn of the default user's streams on that channel
+    with page.expect_console_message(lambda message: "dropped a live message" in message.text):
+        started = page.request.post(
+            f"/conversations/{conversation}/turns", data={"input": "write something", "agentId": SLOW_WRITER_ID}
+        )
+        assert started.ok, started.text()
+
+    # THEN alice's view shows none of it
+    expect(page.get_by_test_id("live-stream")).to_be_hidden()
+    expect(page.get_by_test_id("live-text")).to_have_text("")
+    page.evaluate("() => window.openGate()")
+    expect(page.locator("#empty")).to_be_visible()
+
+
 def test_when_the_socket_is_killed_the_console_polls_and_reconnects(page: Any) -> None:
     # GIVEN a console whose live socket the network kills as soon as it opens, for the first three tries
     attempts: list[int] = []

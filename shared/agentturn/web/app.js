@@ -350,7 +350,9 @@ async function loadDevInfo() {
 // fails it polls as before. Without them, polling does the job. The person's message is echoed by the
 // timeline itself (timeline.echo), and the "Queued…/Thinking…" row steps aside while the live entry shows.
 
-const live = { channel: null, view: null, safety: null, refreshOnce: null, channelFor: null, devUser: "" };
+// `followed`: the view whose channel is subscribed; until the new channel's name is computed (an async digest),
+// what the previous subscription still delivers belongs to the previous view.
+const live = { channel: null, view: null, safety: null, refreshOnce: null, channelFor: null, devUser: "", followed: 0 };
 
 function wake() {
   if (live.channel?.live) {
@@ -364,11 +366,17 @@ function followConversation() {
   const view = state.view;
   live.view.reset();
   live.channelFor(state.user || live.devUser, state.conversationId).then((channel) => {
-    if (view === state.view) live.channel.follow(channel);
+    if (view !== state.view) return;
+    live.followed = view;
+    live.channel.follow(channel);
   });
 }
 
 function onLive(message) {
+  if (live.followed !== state.view) {
+    console.debug("agentturn: dropped a live message for a view no longer shown");
+    return;
+  }
   if (message.conversationId !== state.conversationId) return;
   if (message.type === "delta") live.view.delta(message);
   else if (message.type === "status") live.view.status(message);
