@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentturn import InMemoryResumeQueue
 from agentturn.api.ownership import conversation_key
-from agentturn.chat import ScriptedChatModel
+from agentturn.ports.chat_model import ScriptedChatModel
 from bench._aws_counter import AwsCounter
 from bench._aws_setup import OursResources
 from bench._handlers import (

@@ -24,12 +24,12 @@ from agentturn import (
     TurnStatus,
     Worker,
 )
-from agentturn.chat import ScriptedChatModel
 from agentturn.demo import demo_agents
-from agentturn.memory import ChatMemoryProvider
-from agentturn.projection import is_projected
-from agentturn.queue import ResumeMessage
-from agentturn.store import TurnStore
+from agentturn.ports.chat_model import ScriptedChatModel
+from agentturn.ports.memory import ChatMemoryProvider
+from agentturn.ports.queue import ResumeMessage
+from agentturn.ports.store import TurnStore
+from agentturn.timeline.projection import is_projected
 
 SUBMITTED_BY = "bench-user"
 

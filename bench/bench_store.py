@@ -53,13 +53,13 @@ from botocore.config import Config
 from tests.support.emulators import FAKE_AWS_ENV, boto3_session_kwargs, start_dynamodb_local
 
 from agentturn import ResumeCommand, Runner, Turn, TurnStatus, UserMessage, Worker
-from agentturn._clock import iso
 from agentturn.aws.chat_memory import DynamoDBChatMemory
 from agentturn.aws.resume_queue import SqsResumeQueue, parse_resume_message
 from agentturn.aws.tables import TableNames, create_tables
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import TicketLedger, demo_agents
-from agentturn.projection import is_projected, stamp
+from agentturn.engine.clock import iso
+from agentturn.timeline.projection import is_projected, stamp
 
 SUPPORT_DATA = {"affectedSystem": "统一登录系统", "impactScope": "ALL_USERS"}
 DYNAMODB_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from agentturn.demo.agents import MEETING_SCHEMA, SUPPORT_TICKET_SCHEMA
-from agentturn.validation import validate_form_data
+from agentturn.forms.validation import validate_form_data
 
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "support valid": (SUPPORT_TICKET_SCHEMA, {"affectedSystem": "统一登录系统", "impactScope": "ALL_USERS"}),

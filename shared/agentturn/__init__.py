@@ -13,9 +13,12 @@ import warnings
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from agentturn.agent import Agent, ApprovalPolicy, ApprovalVerdict, ExecutionPolicy, ToolApprovalDecision
-    from agentturn.chat import ChatModel, ChatRequest, ScriptedChatModel, ScriptExhaustedError
-    from agentturn.commands import ResumeCommand, ResumeKind
+    from agentturn.agents.agent import Agent, ApprovalPolicy, ApprovalVerdict, ExecutionPolicy, ToolApprovalDecision
+    from agentturn.agents.tools import Tool, ToolContext, ToolSpec
+    from agentturn.agents.typed_tools import ToolArgumentsError, tool
+    from agentturn.engine.events import Event, EventType, Listener
+    from agentturn.engine.runner import Runner
+    from agentturn.engine.worker import Worker, WorkOutcome, WorkResult
     from agentturn.errors import (
         AgentTurnError,
         ConversationBusyError,
@@ -31,10 +34,20 @@ if TYPE_CHECKING:
         UnknownAgentError,
         VersionConflictError,
     )
-    from agentturn.events import Event, EventType, Listener
-    from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired, UserInputTool, require_form
-    from agentturn.memory import ChatMemory, ChatMemoryProvider, InMemoryChatMemory
-    from agentturn.messages import (
+    from agentturn.forms.definitions import (
+        REQUEST_USER_INPUT,
+        FormDefinition,
+        FormRequired,
+        UserInputTool,
+        require_form,
+    )
+    from agentturn.forms.validation import validate_form_data
+    from agentturn.ports.chat_model import ChatModel, ChatRequest, ScriptedChatModel, ScriptExhaustedError
+    from agentturn.ports.memory import ChatMemory, ChatMemoryProvider, InMemoryChatMemory
+    from agentturn.ports.queue import InMemoryResumeQueue, ResumeMessage, ResumeQueue
+    from agentturn.ports.store import InMemoryTurnStore, Lease, RunnableTurn, TurnStore
+    from agentturn.state.commands import ResumeCommand, ResumeKind
+    from agentturn.state.messages import (
         AiMessage,
         ApprovalMessage,
         ApprovalStatus,
@@ -47,86 +60,79 @@ if TYPE_CHECKING:
         ToolMessage,
         UserMessage,
     )
-    from agentturn.queue import InMemoryResumeQueue, ResumeMessage, ResumeQueue
-    from agentturn.runner import Runner
-    from agentturn.state import SCHEMA_VERSION, Suspension, SuspensionType, Turn, TurnPhase, TurnStatus
-    from agentturn.store import InMemoryTurnStore, Lease, RunnableTurn, TurnStore
-    from agentturn.tools import Tool, ToolContext, ToolSpec
-    from agentturn.typed_tools import ToolArgumentsError, tool
-    from agentturn.validation import validate_form_data
-    from agentturn.worker import Worker, WorkOutcome, WorkResult
+    from agentturn.state.turn import SCHEMA_VERSION, Suspension, SuspensionType, Turn, TurnPhase, TurnStatus
 
 #: public name -> the module that defines it
 _LAZY: Final[dict[str, str]] = {
-    "Agent": "agentturn.agent",
+    "Agent": "agentturn.agents.agent",
     "AgentTurnError": "agentturn.errors",
-    "AiMessage": "agentturn.messages",
-    "ApprovalMessage": "agentturn.messages",
-    "ApprovalPolicy": "agentturn.agent",
-    "ApprovalStatus": "agentturn.messages",
-    "ApprovalVerdict": "agentturn.agent",
-    "CardAction": "agentturn.messages",
-    "ChatMemory": "agentturn.memory",
-    "ChatMemoryProvider": "agentturn.memory",
-    "ChatModel": "agentturn.chat",
-    "ChatRequest": "agentturn.chat",
+    "AiMessage": "agentturn.state.messages",
+    "ApprovalMessage": "agentturn.state.messages",
+    "ApprovalPolicy": "agentturn.agents.agent",
+    "ApprovalStatus": "agentturn.state.messages",
+    "ApprovalVerdict": "agentturn.agents.agent",
+    "CardAction": "agentturn.state.messages",
+    "ChatMemory": "agentturn.ports.memory",
+    "ChatMemoryProvider": "agentturn.ports.memory",
+    "ChatModel": "agentturn.ports.chat_model",
+    "ChatRequest": "agentturn.ports.chat_model",
     "ConversationBusyError": "agentturn.errors",
-    "Event": "agentturn.events",
-    "EventType": "agentturn.events",
-    "ExecutionPolicy": "agentturn.agent",
-    "FormDefinition": "agentturn.forms",
-    "FormMessage": "agentturn.messages",
-    "FormRequired": "agentturn.forms",
-    "FormStatus": "agentturn.messages",
+    "Event": "agentturn.engine.events",
+    "EventType": "agentturn.engine.events",
+    "ExecutionPolicy": "agentturn.agents.agent",
+    "FormDefinition": "agentturn.forms.definitions",
+    "FormMessage": "agentturn.state.messages",
+    "FormRequired": "agentturn.forms.definitions",
+    "FormStatus": "agentturn.state.messages",
     "FormValidationError": "agentturn.errors",
     "IdempotencyConflictError": "agentturn.errors",
-    "InMemoryChatMemory": "agentturn.memory",
-    "InMemoryResumeQueue": "agentturn.queue",
-    "InMemoryTurnStore": "agentturn.store",
+    "InMemoryChatMemory": "agentturn.ports.memory",
+    "InMemoryResumeQueue": "agentturn.ports.queue",
+    "InMemoryTurnStore": "agentturn.ports.store",
     "InvalidResumeError": "agentturn.errors",
-    "Lease": "agentturn.store",
+    "Lease": "agentturn.ports.store",
     "HandoffLostError": "agentturn.errors",
     "LeaseLostError": "agentturn.errors",
-    "Listener": "agentturn.events",
+    "Listener": "agentturn.engine.events",
     "ModelError": "agentturn.errors",
     "ModelErrorKind": "agentturn.errors",
-    "ModelMessage": "agentturn.messages",
-    "REQUEST_USER_INPUT": "agentturn.forms",
-    "ResumeCommand": "agentturn.commands",
-    "ResumeKind": "agentturn.commands",
-    "ResumeMessage": "agentturn.queue",
-    "ResumeQueue": "agentturn.queue",
-    "RunnableTurn": "agentturn.store",
-    "Runner": "agentturn.runner",
-    "SCHEMA_VERSION": "agentturn.state",
-    "ScriptExhaustedError": "agentturn.chat",
-    "ScriptedChatModel": "agentturn.chat",
+    "ModelMessage": "agentturn.state.messages",
+    "REQUEST_USER_INPUT": "agentturn.forms.definitions",
+    "ResumeCommand": "agentturn.state.commands",
+    "ResumeKind": "agentturn.state.commands",
+    "ResumeMessage": "agentturn.ports.queue",
+    "ResumeQueue": "agentturn.ports.queue",
+    "RunnableTurn": "agentturn.ports.store",
+    "Runner": "agentturn.engine.runner",
+    "SCHEMA_VERSION": "agentturn.state.turn",
+    "ScriptExhaustedError": "agentturn.ports.chat_model",
+    "ScriptedChatModel": "agentturn.ports.chat_model",
     "SnapshotUnreadableError": "agentturn.errors",
-    "Suspension": "agentturn.state",
-    "SuspensionType": "agentturn.state",
-    "TimelineMessage": "agentturn.messages",
-    "Tool": "agentturn.tools",
-    "ToolApprovalDecision": "agentturn.agent",
-    "ToolCall": "agentturn.messages",
-    "ToolContext": "agentturn.tools",
-    "ToolMessage": "agentturn.messages",
-    "ToolArgumentsError": "agentturn.typed_tools",
-    "ToolSpec": "agentturn.tools",
-    "Turn": "agentturn.state",
+    "Suspension": "agentturn.state.turn",
+    "SuspensionType": "agentturn.state.turn",
+    "TimelineMessage": "agentturn.state.messages",
+    "Tool": "agentturn.agents.tools",
+    "ToolApprovalDecision": "agentturn.agents.agent",
+    "ToolCall": "agentturn.state.messages",
+    "ToolContext": "agentturn.agents.tools",
+    "ToolMessage": "agentturn.state.messages",
+    "ToolArgumentsError": "agentturn.agents.typed_tools",
+    "ToolSpec": "agentturn.agents.tools",
+    "Turn": "agentturn.state.turn",
     "TurnNotFoundError": "agentturn.errors",
-    "TurnPhase": "agentturn.state",
-    "TurnStatus": "agentturn.state",
-    "TurnStore": "agentturn.store",
+    "TurnPhase": "agentturn.state.turn",
+    "TurnStatus": "agentturn.state.turn",
+    "TurnStore": "agentturn.ports.store",
     "UnknownAgentError": "agentturn.errors",
-    "UserInputTool": "agentturn.forms",
-    "UserMessage": "agentturn.messages",
+    "UserInputTool": "agentturn.forms.definitions",
+    "UserMessage": "agentturn.state.messages",
     "VersionConflictError": "agentturn.errors",
-    "WorkOutcome": "agentturn.worker",
-    "WorkResult": "agentturn.worker",
-    "Worker": "agentturn.worker",
-    "require_form": "agentturn.forms",
-    "tool": "agentturn.typed_tools",
-    "validate_form_data": "agentturn.validation",
+    "WorkOutcome": "agentturn.engine.worker",
+    "WorkResult": "agentturn.engine.worker",
+    "Worker": "agentturn.engine.worker",
+    "require_form": "agentturn.forms.definitions",
+    "tool": "agentturn.agents.typed_tools",
+    "validate_form_data": "agentturn.forms.validation",
 }
 
 #: names that were public once and still resolve, with a DeprecationWarning: name -> (module, why)

@@ -94,7 +94,7 @@ class LeaseLostError(VersionConflictError):
 
 class HandoffLostError(VersionConflictError):
     """A run started from the snapshot its resume message carried found the turn held by another worker, or moved
-    on since that snapshot (a duplicate delivery): nothing it computed was kept (:mod:`agentturn.handoff`)."""
+    on since that snapshot (a duplicate delivery): nothing it computed was kept (:mod:`agentturn.engine.handoff`)."""
 
     def __init__(self, turn_id: str, version: int) -> None:
         AgentTurnError.__init__(self, f"turn {turn_id!r}: the snapshot at version {version} is no longer this run's")
@@ -110,7 +110,7 @@ class SnapshotUnreadableError(AgentTurnError, ValueError):
     It carries what the store knows of the turn without its body (the item's own attributes), which is what
     counting its attempts and ending it FAILED need: ``status``, ``version``, ``conversation_id``, the
     unreadable ``attempts`` recorded so far and when the next one is due (``not_before``), and ``error_type``
-    once it has ended FAILED (:data:`agentturn.store.SNAPSHOT_UNREADABLE`).
+    once it has ended FAILED (:data:`agentturn.ports.store.SNAPSHOT_UNREADABLE`).
     """
 
     def __init__(

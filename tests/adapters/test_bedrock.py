@@ -25,8 +25,8 @@ from agentturn import (
     UserMessage,
 )
 from agentturn.aws.bedrock import BedrockConverseModel
-from agentturn.chat import collect
 from agentturn.errors import ModelError, ModelErrorKind
+from agentturn.ports.chat_model import collect
 from agentturn.testing.chat_model_suite import ChatModelSuite
 
 MODEL_ID = "us.anthropic.claude-3-5-haiku-20241022-v1:0"

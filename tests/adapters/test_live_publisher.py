@@ -18,10 +18,10 @@ from botocore.credentials import Credentials
 from agentturn import Agent, InMemoryChatMemory, InMemoryTurnStore, Runner
 from agentturn.api.live_channels import channel_of
 from agentturn.aws.live_publisher import AppSyncEventsPublisher, LivePublishError
-from agentturn.chat import ScriptedChatModel
-from agentturn.live import LiveFeed, StatusChanged, TextStreamed
-from agentturn.messages import AiMessage
-from agentturn.state import TurnStatus
+from agentturn.listeners.live import LiveFeed, StatusChanged, TextStreamed
+from agentturn.ports.chat_model import ScriptedChatModel
+from agentturn.state.messages import AiMessage
+from agentturn.state.turn import TurnStatus
 from tests.support.clock import FakeClock
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "session-token-1")

@@ -15,8 +15,8 @@ from agentturn import Agent, ExecutionPolicy, InMemoryChatMemory, InMemoryTurnSt
 from agentturn.api.live_channels import owner_and_conversation
 from agentturn.aws.notifier import EventBridgeNotifier
 from agentturn.demo import TicketLedger, demo_agents
-from agentturn.notifications import TurnNotice, TurnNotifier
-from agentturn.state import TurnStatus
+from agentturn.listeners.notifications import TurnNotice, TurnNotifier
+from agentturn.state.turn import TurnStatus
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator
 

@@ -23,9 +23,9 @@ from agentturn import (
     ToolSpec,
     UserMessage,
 )
-from agentturn.chat import TextDelta, collect
 from agentturn.errors import ModelError, ModelErrorKind
 from agentturn.models.openai_compat import OpenAICompatibleModel
+from agentturn.ports.chat_model import TextDelta, collect
 from agentturn.testing.chat_model_suite import ChatModelSuite
 
 API_KEY = "sk-test-4f9c2b7e1d8a6e3b5c0f"

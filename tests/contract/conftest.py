@@ -20,7 +20,7 @@ import dataclasses
 import pytest
 
 from agentturn.aws.turn_store import DynamoDBTurnStore
-from agentturn.store import TurnStore
+from agentturn.ports.store import TurnStore
 from agentturn.testing import Capabilities, FakeClock, StoreKit, new_conversation_id, new_turn, unique
 from agentturn.testing.aws import DYNAMODB_CAPABILITIES, DynamoDBInspector, break_dynamodb_snapshot
 from agentturn.testing.memory import in_memory_store_kit

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from agentturn.formats import FORMATS
+from agentturn.forms.formats import FORMATS
 
 Case = tuple[dict[str, Any], list[Any]]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from agentturn.schema_rules import SchemaRefusedError
-from agentturn.validation import FormValidator
+from agentturn.forms.schema_rules import SchemaRefusedError
+from agentturn.forms.validation import FormValidator
 from tests.differential.corpus import Case, generated, hand_written
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """The console's own checks and the server say the same words for the same problem.
 
 One case per keyword (and per format), each with data that breaks exactly that keyword; the server's message
-(agentturn/form_messages.py) and the console's (web/src/form_messages.mjs, through the validator the
+(agentturn/forms/wording.py) and the console's (web/src/form_messages.mjs, through the validator the
 console runs, web/src/validator.mjs) must be equal.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agentturn.formats import FORMATS
-from agentturn.validation import FormValidator
+from agentturn.forms.formats import FORMATS
+from agentturn.forms.validation import FormValidator
 from tests.differential.test_ajv_agreement import ROOT, pytestmark  # noqa: F401 - same needs (node, npm ci)
 
 SCRIPT = ROOT / "tests" / "differential" / "messages_check.mjs"

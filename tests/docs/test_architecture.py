@@ -22,7 +22,7 @@ def _exists(name: str) -> bool:
     if parts[:2] == ["agentturn", "functions"]:  # pyproject maps functions/ into the package
         return (ROOT / "functions" / Path(*parts[2:])).exists()
     base = ROOT / "shared" / Path(*parts)
-    # A module, a package, or an attribute of a module (``agentturn.runner.Runner``).
+    # A module, a package, or an attribute of a module (``agentturn.engine.runner.Runner``).
     if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
         return True
     parent = ROOT / "shared" / Path(*parts[:-1])

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import pytest
 
-from agentturn.scaffold import init_project
+from agentturn.cli.scaffold import init_project
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 README: Final = ROOT / "README.md"

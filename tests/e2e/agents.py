@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any, Final
 
 from agentturn import Agent, AiMessage, FormDefinition, ScriptedChatModel, Tool, ToolCall, ToolMessage, UserInputTool
-from agentturn.agent import ToolApprovalDecision
-from agentturn.chat import ChatRequest
+from agentturn.agents.agent import ToolApprovalDecision
 from agentturn.demo import demo_agents
 from agentturn.demo.agents import DEMO_LABEL
+from agentturn.ports.chat_model import ChatRequest
 
 HOSTILE_AGENT_ID: Final = "hostile-agent"
 SLOW_WRITER_ID: Final = "slow-writer"

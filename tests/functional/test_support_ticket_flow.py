@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from agentturn import FormMessage, FormStatus
-from agentturn.handoff import unpack_snapshot
-from agentturn.serializer import JSON
+from agentturn.engine.handoff import unpack_snapshot
+from agentturn.ports.serializer import JSON
 from tests.functional.harness import Deployment, FakeLambdaContext, http_event
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentturn.aws.turn_store import DynamoDBTurnStore
-from agentturn.store import SNAPSHOT_UNREADABLE
+from agentturn.ports.store import SNAPSHOT_UNREADABLE
 from tests.functional.harness import Deployment, http_event
 from tests.functional.test_worker_and_sweeper import FORM, TICKET, _delayed
 from tests.support.broken_snapshots import break_snapshot

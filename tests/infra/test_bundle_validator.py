@@ -17,7 +17,7 @@ from tests.infra.test_bundle import _asset_dir, bundled  # noqa: F401 - the modu
 _PROBE: Final = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from agentturn.validation import validate_form_data
+from agentturn.forms.validation import validate_form_data
 schema = {"type": "object", "properties": {
     "at": {"type": "string", "format": "date-time"},
     "code": {"type": "string", "pattern": "^\\d{4}$"},

@@ -25,7 +25,7 @@ import pytest
 
 from agentturn.aws.tables import TableNames, create_tables
 from agentturn.cdk.bundling import local_target
-from agentturn.scaffold import CDK_CLI_VERSION
+from agentturn.cli.scaffold import CDK_CLI_VERSION
 from tests.e2e.conftest import DevProcess, free_port
 from tests.functional.harness import http_event
 from tests.infra.lambda_probe import run_handler

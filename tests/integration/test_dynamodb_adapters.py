@@ -19,10 +19,10 @@ from agentturn.aws.body_codec import inflate
 from agentturn.aws.chat_memory import DynamoDBChatMemory, item_size
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.errors import BodyTooLargeError, StorageError
-from agentturn.messages import FormMessage
-from agentturn.serializer import JSON
-from agentturn.state import Suspension, SuspensionType
-from agentturn.timeline_identity import stamp
+from agentturn.ports.serializer import JSON
+from agentturn.state.messages import FormMessage
+from agentturn.state.turn import Suspension, SuspensionType
+from agentturn.timeline.identity import stamp
 from tests.contract.aws_adapters import AwsSession, aws_session, new_conversation_id
 from tests.contract.conftest import new_turn
 from tests.contract.test_large_snapshot import incompressible

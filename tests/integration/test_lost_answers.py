@@ -20,8 +20,8 @@ from agentturn.aws.resume_queue import SqsResumeQueue, parse_resume_message
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import demo_agents
 from agentturn.errors import StorageUnavailableError
-from agentturn.messages import FormMessage
-from agentturn.timeline_identity import stamp
+from agentturn.state.messages import FormMessage
+from agentturn.timeline.identity import stamp
 from tests.contract.aws_adapters import (
     AwsSession,
     aws_session,

@@ -29,8 +29,8 @@ from agentturn import (
 from agentturn.aws.chat_memory import DynamoDBChatMemory
 from agentturn.aws.resume_queue import SqsResumeQueue, parse_resume_message
 from agentturn.aws.turn_store import DynamoDBTurnStore
-from agentturn.conversation_lock import ended_turn
 from agentturn.demo import TicketLedger, demo_agents
+from agentturn.engine.conversation_lock import ended_turn
 from tests.contract.aws_adapters import AwsSession, aws_session, new_conversation_id, sqs_client, unique
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator

@@ -30,9 +30,9 @@ NEVER_AT_IMPORT: Final = (
     "botocore.session",
     "botocore.client",
     "pydantic",  # the runtime's models: the first request that reads or runs a turn loads them
-    "agentturn.runner",
-    "agentturn.state",
-    "agentturn.validation",
+    "agentturn.engine.runner",
+    "agentturn.state.turn",
+    "agentturn.forms.validation",
     "agentturn.models.openai_compat",  # model adapters: only when an agent uses them
     "agentturn.aws.bedrock",
     "agentturn.demo",

@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentturn.errors import StorageUnavailableError
-from agentturn.memory import ChatMemory, ChatMemoryProvider
-from agentturn.queue import ResumeQueue
-from agentturn.state import Turn
-from agentturn.store import Lease, RunnableTurn, TurnStore
+from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
+from agentturn.ports.queue import ResumeQueue
+from agentturn.ports.store import Lease, RunnableTurn, TurnStore
+from agentturn.state.turn import Turn
 from tests.support.clock import FakeClock
 
 

@@ -20,10 +20,10 @@ from agentturn.api.http import HttpApi
 from agentturn.api.routes import RUN_LAMBDA_GROUPS, SUBMIT_LAMBDA_GROUPS
 from agentturn.api.services import Services
 from agentturn.demo import TicketLedger, demo_agents
-from agentturn.handoff import serializer_of, unpack_snapshot
-from agentturn.memory import ChatMemoryProvider
-from agentturn.queue import InMemoryResumeQueue, ResumeMessage, ResumeQueue
-from agentturn.worker import WorkOutcome
+from agentturn.engine.handoff import serializer_of, unpack_snapshot
+from agentturn.engine.worker import WorkOutcome
+from agentturn.ports.memory import ChatMemoryProvider
+from agentturn.ports.queue import InMemoryResumeQueue, ResumeMessage, ResumeQueue
 from tests.functional.harness import DEFAULT_SUB, HttpResponse, http_event
 from tests.support.clock import FakeClock
 

@@ -32,11 +32,11 @@ from agentturn.api.ownership import conversation_key
 from agentturn.api.sweeper import sweep
 from agentturn.api.telemetry import NullTelemetry
 from agentturn.aws.turn_store import DynamoDBTurnStore
-from agentturn.memory import ChatMemoryProvider
-from agentturn.messages import ApprovalMessage, FormMessage, ToolMessage, approval_message_id, form_message_id
-from agentturn.projection import project
-from agentturn.queue import InMemoryResumeQueue, ResumeMessage
-from agentturn.state import Suspension, SuspensionType, Turn
+from agentturn.ports.memory import ChatMemoryProvider
+from agentturn.ports.queue import InMemoryResumeQueue, ResumeMessage
+from agentturn.state.messages import ApprovalMessage, FormMessage, ToolMessage, approval_message_id, form_message_id
+from agentturn.state.turn import Suspension, SuspensionType, Turn
+from agentturn.timeline.projection import project
 from tests.functional.harness import DEFAULT_SUB, HttpResponse, http_event
 from tests.reliability.faults import FaultPlan, FaultyQueue, FaultyStore, InjectedFault, faulty_memory
 from tests.reliability.figures import FIGURES, record

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentturn import Agent, FormDefinition, UserInputTool
-from agentturn.chat import ChatRequest, ScriptedChatModel
 from agentturn.demo.agents import MEETING_SCHEMA, SUPPORT_TICKET_SCHEMA
-from agentturn.messages import AiMessage, ToolCall, ToolMessage
-from agentturn.validation import PATTERN_BUDGET_SECONDS, validate_form_data
+from agentturn.forms.validation import PATTERN_BUDGET_SECONDS, validate_form_data
+from agentturn.ports.chat_model import ChatRequest, ScriptedChatModel
+from agentturn.state.messages import AiMessage, ToolCall, ToolMessage
 from tests.functional.harness import http_event
 from tests.reliability.figures import record
 from tests.reliability.kit import Stack, memory_stack

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentturn.messages import FormMessage
+from agentturn.state.messages import FormMessage
 from tests.functional.harness import HttpResponse, http_event
 from tests.reliability.figures import record
 from tests.reliability.kit import VALID_TICKET, Stack, memory_stack

@@ -44,9 +44,9 @@ from agentturn.aws.resume_queue import SqsResumeQueue
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import TicketLedger, demo_agents
 from agentturn.errors import StorageError
-from agentturn.messages import ApprovalMessage, FormMessage, ToolMessage
-from agentturn.projection import project
-from agentturn.state import Turn
+from agentturn.state.messages import ApprovalMessage, FormMessage, ToolMessage
+from agentturn.state.turn import Turn
+from agentturn.timeline.projection import project
 from tests.contract.aws_adapters import CLIENT_CONFIG, AwsSession, aws_session, unique
 from tests.functional.harness import FakeLambdaContext, HttpResponse, http_event, sqs_event
 from tests.reliability.figures import FIGURES, record

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agentturn import TurnStatus
-from agentturn.worker import WorkOutcome
+from agentturn.engine.worker import WorkOutcome
 from tests.contract.aws_adapters import aws_session
 from tests.functional.harness import HttpResponse
 from tests.reliability.figures import record
@@ -187,7 +187,7 @@ def test_answers_to_different_cards_of_one_turn_race_and_all_are_kept(
 ) -> None:
     import threading
 
-    import agentturn.runner
+    import agentturn.engine.runner
     from agentturn.errors import VersionConflictError
     from tests.functional.harness import http_event
 
@@ -203,7 +203,7 @@ def test_answers_to_different_cards_of_one_turn_race_and_all_are_kept(
             raise
 
     monkeypatch.setattr(ddb_stack.store, "save", counting_save)
-    assert agentturn.runner.ANSWER_ROUNDS >= 4
+    assert agentturn.engine.runner.ANSWER_ROUNDS >= 4
 
     for round_ in range(BATCH_ROUNDS):
         # GIVEN a turn waiting on four decisions at once (two approvals, a model's form, a tool's form)

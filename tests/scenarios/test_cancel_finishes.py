@@ -21,7 +21,7 @@ from agentturn import (
     TurnStatus,
 )
 from agentturn.errors import StorageUnavailableError
-from agentturn.store import TurnStore
+from agentturn.ports.store import TurnStore
 from agentturn.testing.delegating import DelegatingTurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (

@@ -30,8 +30,8 @@ from agentturn import (
 from agentturn.aws import tables
 from agentturn.aws.body_codec import BODY, BODY_REF
 from agentturn.aws.chat_memory import DynamoDBChatMemory
-from agentturn.messages import form_message_id
-from agentturn.projection import project
+from agentturn.state.messages import form_message_id
+from agentturn.timeline.projection import project
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
     SUPPORT_DATA,

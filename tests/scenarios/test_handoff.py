@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentturn import Agent, ResumeCommand, ScriptedChatModel, Tool, Turn, TurnStatus, Worker, WorkOutcome
-from agentturn.handoff import pack_snapshot, serializer_of, unpack_snapshot
-from agentturn.store import Lease, TurnStore
+from agentturn.engine.handoff import pack_snapshot, serializer_of, unpack_snapshot
+from agentturn.ports.store import Lease, TurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import MEETING_DATA, SUPPORT_DATA, form_asking_agent
 from tests.scenarios.test_model_requested_form import meeting_agent, meeting_model

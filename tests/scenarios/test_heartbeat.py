@@ -21,9 +21,9 @@ from agentturn import (
     WorkOutcome,
     WorkResult,
 )
-from agentturn._clock import real_wait
+from agentturn.engine.clock import real_wait
 from agentturn.errors import StorageUnavailableError
-from agentturn.store import Lease, TurnStore
+from agentturn.ports.store import Lease, TurnStore
 from agentturn.testing.delegating import DelegatingTurnStore
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import Ledger, ai_calls

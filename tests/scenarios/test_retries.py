@@ -22,8 +22,8 @@ from agentturn import (
     WorkOutcome,
 )
 from agentturn.api.telemetry import metrics_listener
+from agentturn.engine.retry import RetryPolicy, handoff_delay
 from agentturn.errors import ModelError, ModelErrorKind
-from agentturn.retry import RetryPolicy, handoff_delay
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import SUPPORT_DATA, Ledger, ai_calls, form_asking_agent
 

@@ -32,11 +32,11 @@ from agentturn import (
     Worker,
     WorkOutcome,
 )
-from agentturn.conversation_lock import ended_turn
-from agentturn.messages import TimelineMessage
-from agentturn.projection import is_projected, project
-from agentturn.store import Lease
+from agentturn.engine.conversation_lock import ended_turn
+from agentturn.ports.store import Lease
+from agentturn.state.messages import TimelineMessage
 from agentturn.testing import DelegatingTurnStore
+from agentturn.timeline.projection import is_projected, project
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
     SUPPORT_DATA,

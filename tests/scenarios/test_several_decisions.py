@@ -36,7 +36,7 @@ from agentturn import (
     require_form,
 )
 from agentturn.errors import RefusalReason
-from agentturn.state import arguments_fingerprint
+from agentturn.state.turn import arguments_fingerprint
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import MEETING_DATA, SUPPORT_DATA, ai_calls, meeting_form, support_form
 

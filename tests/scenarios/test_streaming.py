@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from agentturn import Agent, Event, InMemoryChatMemory, InMemoryTurnStore, ResumeCommand, Runner
-from agentturn.chat import ChatModel, ChatRequest, ScriptedChatModel, can_stream
 from agentturn.demo import TicketLedger, demo_agents
 from agentturn.demo.agents import demo_model
-from agentturn.events import EventType
-from agentturn.messages import AiMessage
-from agentturn.state import Turn, TurnStatus
+from agentturn.engine.events import EventType
+from agentturn.ports.chat_model import ChatModel, ChatRequest, ScriptedChatModel, can_stream
+from agentturn.state.messages import AiMessage
+from agentturn.state.turn import Turn, TurnStatus
 from tests.support.clock import FakeClock
 
 

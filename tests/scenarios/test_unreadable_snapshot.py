@@ -8,9 +8,9 @@ import pytest
 
 from agentturn import Agent, ExecutionPolicy, SnapshotUnreadableError, TurnStatus, Worker, WorkOutcome
 from agentturn.api.telemetry import metrics_listener
-from agentturn.retry import RetryPolicy
-from agentturn.runner import Runner, UnreadableAttempt
-from agentturn.store import SNAPSHOT_UNREADABLE
+from agentturn.engine.retry import RetryPolicy
+from agentturn.engine.runner import Runner, UnreadableAttempt
+from agentturn.ports.store import SNAPSHOT_UNREADABLE
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import form_asking_agent
 from tests.scenarios.test_retries import CountingTelemetry, submitted_turn

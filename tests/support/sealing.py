@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
-from agentturn.serializer import Serializer
+from agentturn.ports.serializer import Serializer
 
 T = TypeVar("T")
 

@@ -9,17 +9,17 @@ import pytest
 from tests.support.clock import FakeClock
 
 from agentturn import Agent, InMemoryChatMemory, InMemoryTurnStore, Turn
-from agentturn.events import Event
-from agentturn.lease_keeper import LeaseKeeper
-from agentturn.memory import ChatMemory
-from agentturn.model_step import ModelStep
-from agentturn.registry import AgentRegistry
-from agentturn.retry import RetryPolicy
-from agentturn.sequencer import EventSequencer
-from agentturn.store import Lease
-from agentturn.tool_step import ToolStep
-from agentturn.turn_run import Run
-from agentturn.turn_writer import TurnWriter
+from agentturn.agents.registry import AgentRegistry
+from agentturn.engine.events import Event
+from agentturn.engine.lease_keeper import LeaseKeeper
+from agentturn.engine.model_step import ModelStep
+from agentturn.engine.retry import RetryPolicy
+from agentturn.engine.sequencer import EventSequencer
+from agentturn.engine.tool_step import ToolStep
+from agentturn.engine.turn_run import Run
+from agentturn.engine.turn_writer import TurnWriter
+from agentturn.ports.memory import ChatMemory
+from agentturn.ports.store import Lease
 
 
 @dataclass

@@ -23,7 +23,7 @@ from agentturn import (
     Turn,
     TurnStatus,
 )
-from agentturn.runner import _unique_call_ids
+from agentturn.engine.runner import _unique_call_ids
 
 # What a hostile or sloppy model may send: ids equal to the ones the runner generates, repeats, blanks,
 # ids that cannot travel in a URL path, and very long ones.

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from agentturn import AiMessage, InMemoryChatMemory, ToolCall, ToolMessage, Turn, TurnStatus, UserMessage
-from agentturn.conversation_lock import ended_turn
-from agentturn.messages import FormMessage, FormStatus
-from agentturn.projection import project
-from agentturn.state import ToolCallState
-from agentturn.timeline_identity import place, stamp
+from agentturn.engine.conversation_lock import ended_turn
+from agentturn.state.messages import FormMessage, FormStatus
+from agentturn.state.turn import ToolCallState
+from agentturn.timeline.identity import place, stamp
+from agentturn.timeline.projection import project
 
 
 def _completed_with_a_card_to_write(known: int = 3) -> tuple[Turn, InMemoryChatMemory]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentturn.conflicts import CONFLICT_RETRIES, TryAgain, retry_on_conflict
+from agentturn.engine.conflicts import CONFLICT_RETRIES, TryAgain, retry_on_conflict
 from agentturn.errors import InvalidResumeError, VersionConflictError
 
 

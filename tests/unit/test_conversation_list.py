@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentturn.conversation_list import (
+from agentturn.state.turn import Turn
+from agentturn.testing.builders import new_turn
+from agentturn.timeline.conversation_list import (
     TITLE_MAX_CHARS,
     InvalidCursorError,
     decode_cursor,
@@ -12,8 +14,6 @@ from agentturn.conversation_list import (
     listing_for,
     title_of,
 )
-from agentturn.state import Turn
-from agentturn.testing.builders import new_turn
 
 
 def _turn(text: str, metadata: dict[str, str]) -> Turn:

@@ -15,7 +15,7 @@ from agentturn import (
     TurnStatus,
     UserMessage,
 )
-from agentturn.conversation_lock import (
+from agentturn.engine.conversation_lock import (
     ENDED_TURN_PROBE,
     ConversationLock,
     ended_turn,
@@ -24,7 +24,7 @@ from agentturn.conversation_lock import (
     stored_status,
 )
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
-from agentturn.timeline_identity import stamp
+from agentturn.timeline.identity import stamp
 
 
 def stored(store: InMemoryTurnStore, turn_id: str, status: TurnStatus = TurnStatus.READY) -> Turn:

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from agentturn import ExecutionPolicy, FormDefinition, ResumeCommand, ToolApprovalDecision, ToolCall, Turn, TurnStatus
+from agentturn.engine.resume import apply_resume, expire_wait
+from agentturn.engine.suspend import block, next_runnable_call, park_for_approval, park_for_form
 from agentturn.errors import InvalidResumeError, RefusalReason
-from agentturn.resume import apply_resume, expire_wait
-from agentturn.state import arguments_fingerprint
-from agentturn.store import wait_deadline
-from agentturn.suspend import block, next_runnable_call, park_for_approval, park_for_form
+from agentturn.ports.store import wait_deadline
+from agentturn.state.turn import arguments_fingerprint
 
 NOW = 1_000.0
 FORM = FormDefinition(

@@ -26,12 +26,12 @@ from agentturn import (
     TurnStatus,
     UserInputTool,
 )
-from agentturn.chat import ChatRequest
-from agentturn.driver import TurnDriver
-from agentturn.messages import FormMessage, TimelineMessage, ToolMessage
-from agentturn.resume import apply_resume
-from agentturn.store import Lease
-from agentturn.turn_run import Run
+from agentturn.engine.driver import TurnDriver
+from agentturn.engine.resume import apply_resume
+from agentturn.engine.turn_run import Run
+from agentturn.ports.chat_model import ChatRequest
+from agentturn.ports.store import Lease
+from agentturn.state.messages import FormMessage, TimelineMessage, ToolMessage
 
 
 class Crash(BaseException):

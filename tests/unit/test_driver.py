@@ -5,9 +5,9 @@ from __future__ import annotations
 from tests.unit.conftest import Parts
 
 from agentturn import Agent, AiMessage, ScriptedChatModel, TurnStatus
-from agentturn.driver import TurnDriver
-from agentturn.state import RetryState
-from agentturn.store import Lease
+from agentturn.engine.driver import TurnDriver
+from agentturn.ports.store import Lease
+from agentturn.state.turn import RetryState
 
 
 def driver(parts: Parts) -> TurnDriver:

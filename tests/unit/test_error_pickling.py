@@ -8,14 +8,14 @@ import pickle
 import pytest
 
 from agentturn import errors
+from agentturn.agents.typed_tools import ToolArgumentsError
 from agentturn.api.problems import ProblemError
 from agentturn.api.settings import SettingsError
 from agentturn.aws.chat_memory import TimelineWriteError
 from agentturn.aws.resume_queue import InvalidResumeMessageError
 from agentturn.aws.retention import RetentionError
-from agentturn.ecma_regex import PatternError
-from agentturn.schema_rules import SchemaRefusedError
-from agentturn.typed_tools import ToolArgumentsError
+from agentturn.forms.ecma_regex import PatternError
+from agentturn.forms.schema_rules import SchemaRefusedError
 
 EXAMPLES: list[BaseException] = [
     errors.AgentTurnError("something went wrong"),

@@ -10,10 +10,10 @@ import zlib
 import pytest
 from tests.support.sealing import SealingSerializer
 
-from agentturn.handoff import MAX_SNAPSHOT_CHARS, pack_snapshot, serializer_of, unpack_snapshot
-from agentturn.serializer import JSON
-from agentturn.state import Turn
-from agentturn.store import InMemoryTurnStore
+from agentturn.engine.handoff import MAX_SNAPSHOT_CHARS, pack_snapshot, serializer_of, unpack_snapshot
+from agentturn.ports.serializer import JSON
+from agentturn.ports.store import InMemoryTurnStore
+from agentturn.state.turn import Turn
 
 SECRET = "4111-1111-1111-1111"
 

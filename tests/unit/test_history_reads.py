@@ -18,10 +18,10 @@ from agentturn import (
     TurnStatus,
     UserInputTool,
 )
-from agentturn.memory import ChatMemory, InMemoryChatMemory
-from agentturn.projection import project
-from agentturn.serializer import JSON
-from agentturn.store import InMemoryTurnStore
+from agentturn.ports.memory import ChatMemory, InMemoryChatMemory
+from agentturn.ports.serializer import JSON
+from agentturn.ports.store import InMemoryTurnStore
+from agentturn.timeline.projection import project
 
 FORM = FormDefinition("ticket", "ticket details", {"type": "object", "properties": {"title": {"type": "string"}}})
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agentturn import ResumeCommand, Turn
+from agentturn.engine.idempotency import KEPT_DIGITS, is_replay, remember_request
 from agentturn.errors import IdempotencyConflictError
-from agentturn.idempotency import KEPT_DIGITS, is_replay, remember_request
-from agentturn.state import MAX_ACCEPTED_REQUESTS
+from agentturn.state.turn import MAX_ACCEPTED_REQUESTS
 
 
 def a_turn() -> Turn:

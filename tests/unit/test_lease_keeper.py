@@ -8,9 +8,9 @@ import pytest
 from tests.unit.conftest import Parts
 
 from agentturn import Agent, ScriptedChatModel
-from agentturn.lease_keeper import LeaseKeeper
-from agentturn.store import Lease
-from agentturn.turn_run import LeaseGone, Run
+from agentturn.engine.lease_keeper import LeaseKeeper
+from agentturn.engine.turn_run import LeaseGone, Run
+from agentturn.ports.store import Lease
 
 
 def an_agent() -> Agent:

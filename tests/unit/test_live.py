@@ -8,10 +8,17 @@ from tests.support.clock import FakeClock
 
 from agentturn import Agent, InMemoryChatMemory, InMemoryTurnStore, Runner
 from agentturn.api.live_channels import channel_for, channel_of, conversation_segment
-from agentturn.chat import ScriptedChatModel
-from agentturn.live import LiveFeed, LiveMessage, RecordingPublisher, StatusChanged, TextStreamed, TimelineChanged
-from agentturn.messages import AiMessage
-from agentturn.state import TurnStatus
+from agentturn.listeners.live import (
+    LiveFeed,
+    LiveMessage,
+    RecordingPublisher,
+    StatusChanged,
+    TextStreamed,
+    TimelineChanged,
+)
+from agentturn.ports.chat_model import ScriptedChatModel
+from agentturn.state.messages import AiMessage
+from agentturn.state.turn import TurnStatus
 
 ANSWER = "The quick brown fox jumps over the lazy dog, and then it naps in the afternoon sun."
 

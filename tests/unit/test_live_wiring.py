@@ -10,9 +10,9 @@ import pytest
 from agentturn.api.live_wiring import ENV_EVENT_BUS, ENV_LIVE_ENDPOINT, live_listeners
 from agentturn.aws.live_publisher import AppSyncEventsPublisher
 from agentturn.aws.notifier import EventBridgeNotifier
-from agentturn.events import Event, EventType
-from agentturn.live import LiveFeed
-from agentturn.notifications import TurnNotifier
+from agentturn.engine.events import Event, EventType
+from agentturn.listeners.live import LiveFeed
+from agentturn.listeners.notifications import TurnNotifier
 
 
 class RefusingEvents:

@@ -18,8 +18,8 @@ from agentturn import (
     UserMessage,
 )
 from agentturn.errors import ModelError, ModelErrorKind
-from agentturn.messages import TimelineMessage
-from agentturn.state import TurnPhase
+from agentturn.state.messages import TimelineMessage
+from agentturn.state.turn import TurnPhase
 
 
 def failing(kind: ModelErrorKind, *, retryable: bool) -> ScriptedChatModel:

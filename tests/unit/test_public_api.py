@@ -34,7 +34,7 @@ from agentturn import (
     errors,
 )
 from agentturn.api.models import SuspensionView
-from agentturn.state import SuspensionType
+from agentturn.state.turn import SuspensionType
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}
 
@@ -163,13 +163,13 @@ def test_importing_agentturn_loads_none_of_the_runtime() -> None:
     # GIVEN a fresh interpreter WHEN it imports agentturn alone
     loaded = json.loads(_fresh_interpreter("import sys, json, agentturn; print(json.dumps(sorted(sys.modules)))"))
     # THEN no runtime module, no JSON Schema validator, no pydantic and no AWS SDK came with it
-    heavy = ("jsonschema", "pydantic", "boto3", "botocore", "agentturn.runner", "agentturn.validation")
+    heavy = ("jsonschema", "pydantic", "boto3", "botocore", "agentturn.engine.runner", "agentturn.forms.validation")
     assert [m for m in loaded if m.startswith(heavy)] == []
 
 
 def test_a_public_name_loads_only_what_it_needs() -> None:
     # GIVEN a fresh interpreter WHEN it uses one light name THEN the runner and the validator stay unloaded
-    code = "import sys, agentturn; agentturn.ResumeCommand; print('agentturn.runner' in sys.modules)"
+    code = "import sys, agentturn; agentturn.ResumeCommand; print('agentturn.engine.runner' in sys.modules)"
     assert _fresh_interpreter(code) == "False"
 
 
@@ -252,3 +252,87 @@ def test_too_many_or_duplicated_positionals_are_type_errors() -> None:
         Tool("echo", "Echo", _echo, None, None, "extra")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="multiple values for argument 'parameters'"):
         Tool("echo", "Echo", _echo, PARAMETERS, parameters=PARAMETERS)  # type: ignore[misc]
+
+
+#: Every name importable from ``agentturn`` before the package was laid out by concern (issue 28): other
+#: people's code imports these, so each one stays, whatever module now defines it.
+PUBLIC_NAMES_OF_ROUND_TWO = (
+    "Agent",
+    "AgentTurnError",
+    "AiMessage",
+    "ApprovalMessage",
+    "ApprovalPolicy",
+    "ApprovalStatus",
+    "ApprovalVerdict",
+    "CardAction",
+    "ChatMemory",
+    "ChatMemoryProvider",
+    "ChatModel",
+    "ChatRequest",
+    "ConversationBusyError",
+    "Event",
+    "EventType",
+    "ExecutionPolicy",
+    "FormDefinition",
+    "FormMessage",
+    "FormRequired",
+    "FormStatus",
+    "FormValidationError",
+    "HandoffLostError",
+    "IdempotencyConflictError",
+    "InMemoryChatMemory",
+    "InMemoryResumeQueue",
+    "InMemoryTurnStore",
+    "InvalidResumeError",
+    "Lease",
+    "LeaseLostError",
+    "Listener",
+    "ModelError",
+    "ModelErrorKind",
+    "ModelMessage",
+    "REQUEST_USER_INPUT",
+    "ResumeCommand",
+    "ResumeKind",
+    "ResumeMessage",
+    "ResumeQueue",
+    "RunnableTurn",
+    "Runner",
+    "SCHEMA_VERSION",
+    "ScriptExhaustedError",
+    "ScriptedChatModel",
+    "SnapshotUnreadableError",
+    "Suspension",
+    "SuspensionType",
+    "TimelineMessage",
+    "Tool",
+    "ToolApprovalDecision",
+    "ToolArgumentsError",
+    "ToolCall",
+    "ToolContext",
+    "ToolMessage",
+    "ToolSpec",
+    "Turn",
+    "TurnNotFoundError",
+    "TurnPhase",
+    "TurnStatus",
+    "TurnStore",
+    "UnknownAgentError",
+    "UserInputTool",
+    "UserMessage",
+    "VersionConflictError",
+    "WorkOutcome",
+    "WorkResult",
+    "Worker",
+    "require_form",
+    "tool",
+    "validate_form_data",
+)
+
+
+@pytest.mark.parametrize("name", PUBLIC_NAMES_OF_ROUND_TWO)
+def test_every_name_of_the_flat_package_is_still_importable_from_agentturn(name: str) -> None:
+    # GIVEN a name the flat package exported WHEN it is imported from agentturn THEN it resolves and is exported
+    namespace: dict[str, Any] = {}
+    exec(f"from agentturn import {name}", namespace)
+    assert namespace[name] is getattr(agentturn, name)
+    assert name in agentturn.__all__

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentturn import Agent, ScriptedChatModel, Turn
+from agentturn.agents.registry import AgentRegistry
 from agentturn.errors import UnknownAgentError
-from agentturn.registry import AgentRegistry
 
 
 def agent(version: str, agent_id: str = "support") -> Agent:

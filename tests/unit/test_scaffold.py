@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentturn.cli import main
-from agentturn.scaffold import ProjectNames, ScaffoldError, init_project
+from agentturn.cli.scaffold import ProjectNames, ScaffoldError, init_project
 
 
 @pytest.mark.parametrize(

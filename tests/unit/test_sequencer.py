@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agentturn import Turn
-from agentturn.events import Event, EventType, Listener
-from agentturn.sequencer import SEQUENCE_RESERVE, EventSequencer
+from agentturn.engine.events import Event, EventType, Listener
+from agentturn.engine.sequencer import SEQUENCE_RESERVE, EventSequencer
 
 
 def a_turn(turn_id: str = "t1") -> Turn:

@@ -10,11 +10,11 @@ from pydantic import BaseModel, TypeAdapter
 from tests.support.sealing import SealingSerializer
 
 from agentturn.errors import SnapshotRoundTripError
-from agentturn.memory import InMemoryChatMemory
-from agentturn.messages import FormMessage
-from agentturn.serializer import JSON
-from agentturn.state import Turn
-from agentturn.store import InMemoryTurnStore
+from agentturn.ports.memory import InMemoryChatMemory
+from agentturn.ports.serializer import JSON
+from agentturn.ports.store import InMemoryTurnStore
+from agentturn.state.messages import FormMessage
+from agentturn.state.turn import Turn
 
 SECRET = "4111-1111-1111-1111"
 T = TypeVar("T")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from tests.unit.conftest import Parts
 
 from agentturn import Agent, ExecutionPolicy, ScriptedChatModel, Suspension, ToolCall, TurnStatus
-from agentturn.agent import ToolApprovalDecision
-from agentturn.messages import AiMessage, ToolMessage
-from agentturn.settle import Settler
-from agentturn.state import TurnPhase
-from agentturn.store import Lease
-from agentturn.suspend import suspend_for_approval
-from agentturn.timeline_identity import stamp
+from agentturn.agents.agent import ToolApprovalDecision
+from agentturn.engine.settle import Settler
+from agentturn.engine.suspend import suspend_for_approval
+from agentturn.ports.store import Lease
+from agentturn.state.messages import AiMessage, ToolMessage
+from agentturn.state.turn import TurnPhase
+from agentturn.timeline.identity import stamp
 
 
 def settler(parts: Parts) -> Settler:

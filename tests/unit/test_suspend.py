@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from agentturn import AiMessage, ExecutionPolicy, ResumeCommand, Suspension, ToolCall, Turn, TurnStatus
-from agentturn.agent import ToolApprovalDecision
+from agentturn.agents.agent import ToolApprovalDecision
+from agentturn.engine.resume import apply_resume, expire_wait
+from agentturn.engine.suspend import suspend_for_approval, suspend_for_form, suspend_for_text
 from agentturn.errors import InvalidResumeError
-from agentturn.forms import FormDefinition
-from agentturn.messages import ToolMessage
-from agentturn.resume import apply_resume, expire_wait
-from agentturn.state import SuspensionType, TurnPhase
-from agentturn.suspend import suspend_for_approval, suspend_for_form, suspend_for_text
+from agentturn.forms.definitions import FormDefinition
+from agentturn.state.messages import ToolMessage
+from agentturn.state.turn import SuspensionType, TurnPhase
 
 NOW = 1_800_000_000.0
 ADDRESS = FormDefinition(

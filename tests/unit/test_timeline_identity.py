@@ -6,11 +6,11 @@ import json
 
 from pydantic import TypeAdapter
 
-from agentturn.messages import AiMessage, FormMessage, ToolCall, UserMessage
-from agentturn.serializer import JSON
-from agentturn.state import SCHEMA_VERSION, Turn
+from agentturn.ports.serializer import JSON
+from agentturn.state.messages import AiMessage, FormMessage, ToolCall, UserMessage
+from agentturn.state.turn import SCHEMA_VERSION, Turn
 from agentturn.testing.builders import new_turn
-from agentturn.timeline_identity import place, stamp
+from agentturn.timeline.identity import place, stamp
 
 _TURN = TypeAdapter(Turn)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from agentturn import AiMessage, InMemoryChatMemory, InMemoryTurnStore, Turn, TurnStatus, UserMessage
-from agentturn.projection import project
-from agentturn.timeline_identity import stamp
-from agentturn.timeline_repair import Repair, repair, repair_timeline
+from agentturn.timeline.identity import stamp
+from agentturn.timeline.projection import project
+from agentturn.timeline.repair import Repair, repair, repair_timeline
 
 
 def active_turn(store: InMemoryTurnStore, memory: InMemoryChatMemory, status: TurnStatus) -> Turn:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentturn import tool_results
+from agentturn.engine import tool_results
 
 
 @pytest.mark.parametrize(

@@ -17,13 +17,13 @@ from agentturn import (
     ToolMessage,
     TurnStatus,
 )
-from agentturn.agent import ToolApprovalDecision
+from agentturn.agents.agent import ToolApprovalDecision
+from agentturn.agents.tools import ToolContext
+from agentturn.engine.turn_run import LeaseGone, Run
 from agentturn.errors import LeaseLostError, StorageUnavailableError
-from agentturn.forms import FormDefinition, UserInputTool
-from agentturn.state import TurnPhase
-from agentturn.timeline_identity import stamp
-from agentturn.tools import ToolContext
-from agentturn.turn_run import LeaseGone, Run
+from agentturn.forms.definitions import FormDefinition, UserInputTool
+from agentturn.state.turn import TurnPhase
+from agentturn.timeline.identity import stamp
 
 ADDRESS = FormDefinition("address", "Where to ship", {"type": "object", "properties": {"city": {"type": "string"}}})
 

@@ -8,12 +8,12 @@ import pytest
 from tests.unit.conftest import Parts
 
 from agentturn import Agent, AiMessage, ScriptedChatModel, Turn, TurnStatus, UserMessage
-from agentturn.conversation_lock import ended_turn
-from agentturn.messages import FormMessage
-from agentturn.projection import mark_projected
-from agentturn.timeline_identity import stamp
-from agentturn.turn_run import LeaseGone
-from agentturn.turn_writer import forget_projected_values
+from agentturn.engine.conversation_lock import ended_turn
+from agentturn.engine.turn_run import LeaseGone
+from agentturn.engine.turn_writer import forget_projected_values
+from agentturn.state.messages import FormMessage
+from agentturn.timeline.identity import stamp
+from agentturn.timeline.projection import mark_projected
 
 
 def an_agent() -> Agent:

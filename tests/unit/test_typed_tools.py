@@ -22,8 +22,8 @@ from agentturn import (
     TurnStatus,
     tool,
 )
-from agentturn.typed_tools import parse_docstring
-from agentturn.validation import validate_form_data
+from agentturn.agents.typed_tools import parse_docstring
+from agentturn.forms.validation import validate_form_data
 
 BOOKED: list[dict[str, Any]] = []
 

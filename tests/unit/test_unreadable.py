@@ -5,8 +5,8 @@ from __future__ import annotations
 from tests.unit.conftest import Parts
 
 from agentturn import Agent, ScriptedChatModel, TurnStatus
+from agentturn.engine.unreadable import UnreadableAttempt, record_unreadable
 from agentturn.errors import SnapshotUnreadableError
-from agentturn.unreadable import UnreadableAttempt, record_unreadable
 
 
 def record(parts: Parts, error: SnapshotUnreadableError, *, at_once: bool = False) -> UnreadableAttempt:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentturn import validate_form_data
-from agentturn.validation import MAX_DATA_BYTES, MAX_DATA_DEPTH, MAX_ERRORS, form_validator
+from agentturn.forms.validation import MAX_DATA_BYTES, MAX_DATA_DEPTH, MAX_ERRORS, form_validator
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -394,7 +394,7 @@ def test_the_validator_is_built_once_per_schema() -> None:
 def test_the_pattern_budget_counts_matching_only(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a pattern budget far below what building this never-seen pattern costs (~0.3 s), but well above
     # what matching it costs (~0.1 ms)
-    from agentturn import validation
+    from agentturn.forms import validation
 
     monkeypatch.setattr(validation, "PATTERN_BUDGET_SECONDS", 0.02)
     words = "|".join(f"w{i}x" for i in range(3000))
@@ -408,7 +408,7 @@ def test_the_pattern_budget_counts_matching_only(monkeypatch: pytest.MonkeyPatch
 
 def test_a_validation_over_its_cpu_budget_is_refused_in_plain_words(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a CPU budget no real validation fits in
-    from agentturn import validation
+    from agentturn.forms import validation
 
     monkeypatch.setattr(validation, "VALIDATION_CPU_SECONDS", -1.0)
     schema = {"type": "object", "properties": {"l": {"type": "array", "items": {"type": "integer"}}}}

@@ -14,7 +14,7 @@ import inspect
 import threading
 from collections.abc import Callable, Sequence
 
-from agentturn.agent import Agent
+from agentturn.agents.agent import Agent
 from agentturn.errors import UnknownAgentError
 
 

@@ -1,8 +1,8 @@
 """The handlers' live timeline and notices, from the environment the stack sets.
 
 ``AGENTTURN_LIVE_ENDPOINT`` (the AppSync Events HTTP publish URL, ``https://{http domain}/event``; the dev
-server's own locally) turns on :class:`~agentturn.live.LiveFeed`; ``AGENTTURN_EVENT_BUS`` (the bus's name)
-turns on :class:`~agentturn.notifications.TurnNotifier`. Neither set: no listener, nothing imported. A
+server's own locally) turns on :class:`~agentturn.listeners.live.LiveFeed`; ``AGENTTURN_EVENT_BUS`` (the bus's name)
+turns on :class:`~agentturn.listeners.notifications.TurnNotifier`. Neither set: no listener, nothing imported. A
 failed publish or notice is logged and counted (``LivePublishFailed``, ``NoticesFailed``) as an EMF
 metric of its own, since it happens inside a turn, away from the handler's telemetry.
 """
@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agentturn.events import Listener
+from agentturn.engine.events import Listener
 
 ENV_LIVE_ENDPOINT: Final = "AGENTTURN_LIVE_ENDPOINT"
 ENV_EVENT_BUS: Final = "AGENTTURN_EVENT_BUS"
@@ -26,7 +26,7 @@ def live_listeners(environ: Mapping[str, str] | None = None, *, events_client: A
     if endpoint:
         from agentturn.api.live_channels import channel_of
         from agentturn.aws.live_publisher import AppSyncEventsPublisher
-        from agentturn.live import LiveFeed
+        from agentturn.listeners.live import LiveFeed
 
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
         publisher = AppSyncEventsPublisher(endpoint, region=region)
@@ -35,7 +35,7 @@ def live_listeners(environ: Mapping[str, str] | None = None, *, events_client: A
     if bus:
         from agentturn.api.live_channels import owner_and_conversation
         from agentturn.aws.notifier import EventBridgeNotifier
-        from agentturn.notifications import TurnNotifier
+        from agentturn.listeners.notifications import TurnNotifier
 
         if events_client is None:
             from agentturn.aws.notifier import events_client as make_events_client

@@ -11,9 +11,9 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from agentturn._wire import accept_schema_underscore, schema_field_allowed, warn_schema_underscore
-from agentturn.messages import TimelineMessage
-from agentturn.state import SuspensionType, TurnPhase, TurnStatus
+from agentturn.state.messages import TimelineMessage
+from agentturn.state.turn import SuspensionType, TurnPhase, TurnStatus
+from agentturn.state.wire import accept_schema_underscore, schema_field_allowed, warn_schema_underscore
 
 #: Conversation ids are chosen by clients; no "/" so that "<owner>/<conversation>" stays unambiguous.
 CONVERSATION_ID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"

@@ -24,8 +24,9 @@ from agentturn.api.models import (
 from agentturn.api.ownership import OWNER_KEY, conversation_key
 from agentturn.api.services import OwnerScopedStore, Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
-from agentturn.commands import ResumeCommand
-from agentturn.conversation_list import ConversationDirectory, InvalidCursorError
+from agentturn.engine.handoff import pack_snapshot, serializer_of
+from agentturn.engine.retry import handoff_delay
+from agentturn.engine.runner import Runner
 from agentturn.errors import (
     ConversationBusyError,
     IdempotencyConflictError,
@@ -35,13 +36,12 @@ from agentturn.errors import (
     StorageError,
     UnknownAgentError,
 )
-from agentturn.handoff import pack_snapshot, serializer_of
-from agentturn.projection import is_projected
-from agentturn.queue import carries_snapshots
-from agentturn.retry import handoff_delay
-from agentturn.runner import Runner
-from agentturn.state import Turn
-from agentturn.timeline_repair import as_snapshot_shows, repair
+from agentturn.ports.queue import carries_snapshots
+from agentturn.state.commands import ResumeCommand
+from agentturn.state.turn import Turn
+from agentturn.timeline.conversation_list import ConversationDirectory, InvalidCursorError
+from agentturn.timeline.projection import is_projected
+from agentturn.timeline.repair import as_snapshot_shows, repair
 
 _log = logging.getLogger("agentturn.api.operations")
 
@@ -194,7 +194,7 @@ class Operations:
 
     def _hand_on_answered(self, turn: Turn, *, with_snapshot: bool) -> None:
         """Enqueue the answered turn, ``with_snapshot`` just saved when the queue can carry it (the worker then
-        needs no claim to start: :mod:`agentturn.handoff`)."""
+        needs no claim to start: :mod:`agentturn.engine.handoff`)."""
         queue = self.services.queue
         projected = is_projected(turn)
         if not (with_snapshot and carries_snapshots(queue)):

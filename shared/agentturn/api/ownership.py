@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     # A type only: the sweeper imports this module and needs no turn model until it reads a turn.
-    from agentturn.state import Turn
+    from agentturn.state.turn import Turn
 
 #: Stored in ``turn.metadata`` when the turn is created: the verified subject that owns it.
 OWNER_KEY: Final = "ownerId"

@@ -46,8 +46,8 @@ from agentturn.api.problems import COMMON_HEADERS, ProblemError
 from agentturn.api.routes import ROUTES, RouteGroup
 from agentturn.api.telemetry import Telemetry
 from agentturn.api.views import turn_view
-from agentturn.commands import ResumeCommand
 from agentturn.errors import AgentTurnError, StorageError
+from agentturn.state.commands import ResumeCommand
 
 _log = logging.getLogger("agentturn.api")
 

@@ -15,21 +15,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agentturn._clock import Clock
 from agentturn.api.ownership import OWNER_KEY, owns
 from agentturn.api.settings import Settings
+from agentturn.engine.clock import Clock
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
 
 if TYPE_CHECKING:
     # Types only: the Runner (and through it the agents, the model step and the form machinery) is imported
     # by the first request that runs a turn, not by a handler that only reads or sweeps.
     from agentturn.api.agents import AgentCatalog
-    from agentturn.events import Listener
-    from agentturn.memory import ChatMemoryProvider
-    from agentturn.queue import ResumeQueue
-    from agentturn.runner import Runner
-    from agentturn.state import Turn
-    from agentturn.store import Lease, RunnableTurn, TurnStore
+    from agentturn.engine.events import Listener
+    from agentturn.engine.runner import Runner
+    from agentturn.ports.memory import ChatMemoryProvider
+    from agentturn.ports.queue import ResumeQueue
+    from agentturn.ports.store import Lease, RunnableTurn, TurnStore
+    from agentturn.state.turn import Turn
 
 
 class OwnerScopedStore:
@@ -143,8 +143,8 @@ class Services:
         worker_id: str | None = None,
     ) -> Runner:
         """A Runner for one request or record (cheap: agents resolve lazily through the catalog)."""
-        from agentturn.retry import RetryPolicy
-        from agentturn.runner import Runner
+        from agentturn.engine.retry import RetryPolicy
+        from agentturn.engine.runner import Runner
 
         return Runner(
             store=store if store is not None else self.store,

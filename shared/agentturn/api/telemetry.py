@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Protocol
 
-from agentturn.events import Event, EventType
+from agentturn.engine.events import Event, EventType
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics

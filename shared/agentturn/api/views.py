@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from agentturn._clock import iso
 from agentturn.api.models import (
     RESERVED_METADATA_KEYS,
     RetryView,
@@ -12,7 +11,8 @@ from agentturn.api.models import (
     TurnView,
 )
 from agentturn.api.ownership import public_conversation_id
-from agentturn.state import Suspension, Turn
+from agentturn.engine.clock import iso
+from agentturn.state.turn import Suspension, Turn
 
 
 def suspension_view(suspension: Suspension) -> SuspensionView:

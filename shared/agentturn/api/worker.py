@@ -31,12 +31,12 @@ from agentturn.api.ownership import public_conversation_id
 from agentturn.api.services import Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.aws.resume_queue import InvalidResumeMessageError, parse_resume_message
+from agentturn.engine.handoff import serializer_of, unpack_snapshot
+from agentturn.engine.retry import MAX_QUEUE_DELAY_SECONDS, handoff_delay
+from agentturn.engine.worker import Worker, WorkOutcome, WorkResult
 from agentturn.errors import SnapshotUnreadableError, StorageError
-from agentturn.handoff import serializer_of, unpack_snapshot
-from agentturn.queue import ResumeMessage
-from agentturn.retry import MAX_QUEUE_DELAY_SECONDS, handoff_delay
-from agentturn.state import Turn
-from agentturn.worker import Worker, WorkOutcome, WorkResult
+from agentturn.ports.queue import ResumeMessage
+from agentturn.state.turn import Turn
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord

@@ -45,11 +45,11 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from agentturn.chat import ChatRequest, StreamPart, TextDelta
+from agentturn.agents.tools import ToolSpec
 from agentturn.errors import ModelError, ModelErrorKind
-from agentturn.messages import AiMessage, ModelMessage, ToolCall, ToolMessage, UserMessage
 from agentturn.models._history import is_error_result, paired, result_text
-from agentturn.tools import ToolSpec
+from agentturn.ports.chat_model import ChatRequest, StreamPart, TextDelta
+from agentturn.state.messages import AiMessage, ModelMessage, ToolCall, ToolMessage, UserMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient

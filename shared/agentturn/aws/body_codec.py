@@ -1,6 +1,6 @@
 """The body of a stored item (a turn snapshot, a timeline entry), for both DynamoDB adapters.
 
-A body is text (what a :class:`~agentturn.serializer.Serializer` made of the model). In an item it is one of:
+A body is text (what a :class:`~agentturn.ports.serializer.Serializer` made of the model). In an item it is one of:
 
 ``body`` ``S``      the text itself, when it is smaller than ``compress_threshold``
 ``body`` ``B``      the text zlib-compressed, up to ``inline_limit`` bytes; with a preset dictionary of

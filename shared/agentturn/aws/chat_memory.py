@@ -78,16 +78,10 @@ from agentturn.aws._support import (
 from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec, attribute_size
 from agentturn.aws.translate import translates_errors
-from agentturn.conversation_list import (
-    ConversationListing,
-    ConversationPage,
-    ConversationSummary,
-    decode_cursor,
-    encode_cursor,
-)
 from agentturn.errors import StorageUnavailableError
-from agentturn.memory import ChatMemory
-from agentturn.messages import (
+from agentturn.ports.memory import ChatMemory
+from agentturn.ports.serializer import JSON, Serializer
+from agentturn.state.messages import (
     ApprovalMessage,
     CardMessage,
     FormMessage,
@@ -95,7 +89,13 @@ from agentturn.messages import (
     TimelineMessage,
     is_settled,
 )
-from agentturn.serializer import JSON, Serializer
+from agentturn.timeline.conversation_list import (
+    ConversationListing,
+    ConversationPage,
+    ConversationSummary,
+    decode_cursor,
+    encode_cursor,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -3,7 +3,7 @@
 One request per publish: ``{"channel": "/agentturn/...", "events": ["<JSON>", ...]}`` (at most 5 events,
 each a JSON string), signed for the ``appsync`` service with the Lambda's own credentials (the role holds
 ``appsync:EventPublish`` on the channel namespace). A refusal, a timeout or an answer that lists failed
-events raises :class:`LivePublishError`; :class:`agentturn.live.LiveFeed` logs and counts it, and the turn
+events raises :class:`LivePublishError`; :class:`agentturn.listeners.live.LiveFeed` logs and counts it, and the turn
 goes on.
 """
 
@@ -20,7 +20,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from agentturn.live import LiveMessage, wire
+from agentturn.listeners.live import LiveMessage, wire
 
 #: AppSync Events takes at most this many events in one publish.
 MAX_EVENTS: Final = 5
@@ -37,7 +37,7 @@ class LivePublishError(RuntimeError):
 
 
 class AppSyncEventsPublisher:
-    """:class:`agentturn.live.TimelinePublisher` over an AppSync Events API's HTTP endpoint.
+    """:class:`agentturn.listeners.live.TimelinePublisher` over an AppSync Events API's HTTP endpoint.
 
     ``endpoint`` is ``https://{http domain}/event`` (or the dev server's ``http://127.0.0.1:PORT/event``);
     credentials come from botocore's chain on first use (the Lambda's role) unless given.

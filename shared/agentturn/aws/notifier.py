@@ -1,9 +1,9 @@
 """Turn notices on Amazon EventBridge: one ``PutEvents`` entry per suspension or terminal state.
 
 ``Source`` is ``agentturn``, ``DetailType`` is ``Turn suspended`` / ``Turn completed`` / ``Turn failed`` /
-``Turn cancelled``, and ``Detail`` is the :class:`agentturn.notifications.TurnNotice` (camelCase JSON: ids,
+``Turn cancelled``, and ``Detail`` is the :class:`agentturn.listeners.notifications.TurnNotice` (camelCase JSON: ids,
 kind, formKey or toolName, deadline; never form data). A refused entry raises :class:`NoticeError`, which
-:class:`agentturn.notifications.TurnNotifier` logs and counts.
+:class:`agentturn.listeners.notifications.TurnNotifier` logs and counts.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agentturn.notifications import TurnNotice
+from agentturn.listeners.notifications import TurnNotice
 
 SOURCE: Final = "agentturn"
 DETAIL_TYPES: Final = {
@@ -38,7 +38,7 @@ class NoticeError(RuntimeError):
 
 
 class EventBridgeNotifier:
-    """:class:`agentturn.notifications.NoticeSink` on the event bus ``bus_name`` (a name or an ARN)."""
+    """:class:`agentturn.listeners.notifications.NoticeSink` on the event bus ``bus_name`` (a name or an ARN)."""
 
     def __init__(self, bus_name: str, client: Any) -> None:
         # ``client`` is a boto3 ``events`` client (its stubs are not among the typed ones here).

@@ -1,7 +1,8 @@
 """SqsResumeQueue: the ResumeQueue port on SQS, and the parser the worker Lambda applies to each record.
 
 The message body is ``ResumeMessage.to_wire()`` as compact JSON: ``{"turnId": "...", "version": 3}``, plus
-``"projected": true`` and ``"snapshot"`` (the packed snapshot, :mod:`agentturn.handoff`) when the sender has them.
+``"projected": true`` and ``"snapshot"`` (the packed snapshot, :mod:`agentturn.engine.handoff`) when the
+sender has them.
 SQS delivers at least once; the worker makes duplicates harmless (a claim on a turn that is no longer
 runnable, or leased, is a no-op; a copy of a message carrying the snapshot has its save refused by the version
 condition), so nothing here tries to deduplicate beyond what a FIFO queue offers.
@@ -16,9 +17,9 @@ from pydantic import ValidationError
 
 from agentturn.aws._support import sqs_client
 from agentturn.aws.translate import translates_errors
+from agentturn.engine.handoff import MAX_SNAPSHOT_CHARS
 from agentturn.errors import AgentTurnError
-from agentturn.handoff import MAX_SNAPSHOT_CHARS
-from agentturn.queue import ResumeMessage
+from agentturn.ports.queue import ResumeMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

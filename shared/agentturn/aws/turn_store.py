@@ -24,7 +24,7 @@ The item of a turn::
                           when the next is due (``mark_unreadable``; the body itself is never rewritten)
     errorType, errorMessage S           only on a turn ended FAILED because its body cannot be read
 
-Semantics are those of :class:`agentturn.store.InMemoryTurnStore`, which is the reference; the contract
+Semantics are those of :class:`agentturn.ports.store.InMemoryTurnStore`, which is the reference; the contract
 suite in ``tests/contract`` runs the same tests against both. Each operation is one DynamoDB request
 (``find_runnable`` / ``find_overdue``: one Query per shard, ``find_runnable`` then one BatchGetItem per
 100 candidates; ``save``: two in the one case where it finds
@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
 
-from agentturn._clock import Clock
 from agentturn.aws import tables
 from agentturn.aws._support import (
     CONDITION_FAILED,
@@ -75,6 +74,7 @@ from agentturn.aws._support import (
 from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.aws.body_codec import BODY, BODY_REF, CORRUPT_BODY, BlobStore, BodyCodec
 from agentturn.aws.translate import translates_errors
+from agentturn.engine.clock import Clock
 from agentturn.errors import (
     BodyMissingError,
     LeaseLostError,
@@ -84,9 +84,8 @@ from agentturn.errors import (
     TurnNotFoundError,
     VersionConflictError,
 )
-from agentturn.serializer import JSON, Serializer
-from agentturn.state import Turn, TurnStatus
-from agentturn.store import (
+from agentturn.ports.serializer import JSON, Serializer
+from agentturn.ports.store import (
     SNAPSHOT_UNREADABLE,
     Lease,
     RunnableTurn,
@@ -96,6 +95,7 @@ from agentturn.store import (
     new_lease_id,
     wait_deadline,
 )
+from agentturn.state.turn import Turn, TurnStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -198,7 +198,7 @@ class DynamoDBTurnStore:
     the object a current writer's item points to, and an SDK retry of a PUT rewrites the same bytes.
     Without a bucket, bodies up to the item limit stay inline and larger ones raise
     :class:`~agentturn.errors.BodyTooLargeError` (see :mod:`agentturn.aws.body_codec`). ``serializer`` makes
-    the text a snapshot is stored as (:data:`agentturn.serializer.JSON` by default).
+    the text a snapshot is stored as (:data:`agentturn.ports.serializer.JSON` by default).
     ``clock`` decides lease expiry and ``updatedAt`` (inject one in tests; every process of a deployment
     must agree on time within much less than a lease).
     """

@@ -20,13 +20,13 @@ import json
 import threading
 from typing import Any
 
-from agentturn.agent import Agent, ToolApprovalDecision
-from agentturn.chat import ChatModel, ChatRequest, ScriptedChatModel
-from agentturn.forms import REQUEST_USER_INPUT, FormDefinition, FormRequired, UserInputTool
-from agentturn.messages import AiMessage, ToolCall, ToolMessage, UserMessage
-from agentturn.state import Turn
-from agentturn.tools import Tool, ToolContext
-from agentturn.validation import validate_form_data
+from agentturn.agents.agent import Agent, ToolApprovalDecision
+from agentturn.agents.tools import Tool, ToolContext
+from agentturn.forms.definitions import REQUEST_USER_INPUT, FormDefinition, FormRequired, UserInputTool
+from agentturn.forms.validation import validate_form_data
+from agentturn.ports.chat_model import ChatModel, ChatRequest, ScriptedChatModel
+from agentturn.state.messages import AiMessage, ToolCall, ToolMessage, UserMessage
+from agentturn.state.turn import Turn
 
 DEMO_AGENT_ID = "assistant"
 DEMO_LABEL = "[demo model] "

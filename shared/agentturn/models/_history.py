@@ -14,7 +14,7 @@ from typing import Final
 
 from pydantic import JsonValue
 
-from agentturn.messages import AiMessage, ModelMessage, ToolCall, ToolMessage
+from agentturn.state.messages import AiMessage, ModelMessage, ToolCall, ToolMessage
 
 #: The result sent for a tool call that never got one.
 NOT_EXECUTED: Final[dict[str, JsonValue]] = {

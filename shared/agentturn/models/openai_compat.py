@@ -36,10 +36,10 @@ from typing import IO, Any, Final
 
 from pydantic import JsonValue
 
-from agentturn.chat import ChatRequest, StreamPart, TextDelta
 from agentturn.errors import ModelError, ModelErrorKind
-from agentturn.messages import AiMessage, ModelMessage, ToolCall, UserMessage
 from agentturn.models._history import excerpt, paired, result_text
+from agentturn.ports.chat_model import ChatRequest, StreamPart, TextDelta
+from agentturn.state.messages import AiMessage, ModelMessage, ToolCall, UserMessage
 
 PROVIDER: Final = "openai-compatible"
 

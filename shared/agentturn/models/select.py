@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
-from agentturn.chat import ChatModel
+from agentturn.ports.chat_model import ChatModel
 
 MODEL_VAR: Final = "AGENTTURN_MODEL"
 BEDROCK_MODEL_ID_VAR: Final = "AGENTTURN_BEDROCK_MODEL_ID"

@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 import pytest
 
-from agentturn.store import RunnableTurn
+from agentturn.ports.store import RunnableTurn
 from agentturn.testing.kits import ChatMemoryKit, StoreKit
 
 #: Lease length the suites claim with (seconds of the kit's clock).

@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from agentturn.aws.turn_store import DynamoDBTurnStore
-from agentturn.store import SNAPSHOT_UNREADABLE, TurnStore
+from agentturn.ports.store import SNAPSHOT_UNREADABLE, TurnStore
 from agentturn.testing.broken import TRUNCATED, newer_schema
 from agentturn.testing.capabilities import BREAKAGES, Breakage, Capabilities
 

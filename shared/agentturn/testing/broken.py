@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from agentturn.state import SCHEMA_VERSION
-from agentturn.store import InMemoryTurnStore, TurnStore
+from agentturn.ports.store import InMemoryTurnStore, TurnStore
+from agentturn.state.turn import SCHEMA_VERSION
 from agentturn.testing.capabilities import Breakage
 
 #: What a torn write leaves: the start of a snapshot.

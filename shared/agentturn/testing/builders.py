@@ -8,10 +8,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from agentturn._clock import iso
-from agentturn.messages import AiMessage, FormMessage, FormStatus, ToolCall, UserMessage
-from agentturn.state import Suspension, SuspensionType, Turn, TurnStatus
-from agentturn.timeline_identity import stamp
+from agentturn.engine.clock import iso
+from agentturn.state.messages import AiMessage, FormMessage, FormStatus, ToolCall, UserMessage
+from agentturn.state.turn import Suspension, SuspensionType, Turn, TurnStatus
+from agentturn.timeline.identity import stamp
 
 T = TypeVar("T")
 

@@ -12,8 +12,7 @@ import random
 
 import pytest
 
-from agentturn.conversation_list import ConversationDirectory, ConversationListing, InvalidCursorError
-from agentturn.messages import (
+from agentturn.state.messages import (
     AiMessage,
     ApprovalMessage,
     ApprovalStatus,
@@ -26,6 +25,7 @@ from agentturn.messages import (
 from agentturn.testing._suite import THREADS, require
 from agentturn.testing.builders import ai, form, new_conversation_id, race, submitted, user
 from agentturn.testing.kits import ChatMemoryKit
+from agentturn.timeline.conversation_list import ConversationDirectory, ConversationListing, InvalidCursorError
 
 
 def directory_of(memory_kit: ChatMemoryKit) -> ConversationDirectory:

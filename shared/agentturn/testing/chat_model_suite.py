@@ -15,13 +15,13 @@ from typing import Any, Final
 import pytest
 
 from agentturn import ResumeCommand, Runner
-from agentturn.chat import ChatModel, ChatRequest, TextDelta, collect
+from agentturn.agents.tools import ToolSpec
 from agentturn.demo import TicketLedger, demo_agents
 from agentturn.errors import ModelError, ModelErrorKind
-from agentturn.messages import AiMessage, ToolCall, ToolMessage, UserMessage
-from agentturn.state import TurnStatus
+from agentturn.ports.chat_model import ChatModel, ChatRequest, TextDelta, collect
+from agentturn.state.messages import AiMessage, ToolCall, ToolMessage, UserMessage
+from agentturn.state.turn import TurnStatus
 from agentturn.testing.provider import ProviderScript
-from agentturn.tools import ToolSpec
 
 __all__ = ["RETRYABLE_KINDS", "ChatModelSuite"]
 

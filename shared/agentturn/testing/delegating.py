@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from agentturn.state import Turn
-from agentturn.store import Lease, RunnableTurn, TurnStore
+from agentturn.ports.store import Lease, RunnableTurn, TurnStore
+from agentturn.state.turn import Turn
 
 
 class DelegatingTurnStore:

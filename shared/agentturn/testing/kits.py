@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agentturn.memory import ChatMemoryProvider
-from agentturn.queue import ResumeMessage, ResumeQueue
-from agentturn.store import TurnStore
+from agentturn.ports.memory import ChatMemoryProvider
+from agentturn.ports.queue import ResumeMessage, ResumeQueue
+from agentturn.ports.store import TurnStore
 from agentturn.testing.capabilities import Breakage, Capabilities
 from agentturn.testing.clock import FakeClock
 

@@ -7,11 +7,11 @@ import os
 
 from agentturn import ResumeCommand, Runner, Worker
 from agentturn.demo import demo_agents
-from agentturn.messages import FormMessage, FormStatus, UserMessage
-from agentturn.state import TurnStatus
+from agentturn.state.messages import FormMessage, FormStatus, UserMessage
+from agentturn.state.turn import TurnStatus
 from agentturn.testing.builders import advanced, new_conversation_id, new_turn
 from agentturn.testing.kits import StoreKit
-from agentturn.timeline_identity import stamp
+from agentturn.timeline.identity import stamp
 
 __all__ = ["TWO_MB", "LargeSnapshotSuite", "incompressible"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agentturn.memory import InMemoryChatMemory
-from agentturn.queue import InMemoryResumeQueue, ResumeMessage
-from agentturn.store import InMemoryTurnStore
+from agentturn.ports.memory import InMemoryChatMemory
+from agentturn.ports.queue import InMemoryResumeQueue, ResumeMessage
+from agentturn.ports.store import InMemoryTurnStore
 from agentturn.testing.broken import break_in_memory_snapshot
 from agentturn.testing.capabilities import Capabilities
 from agentturn.testing.clock import FakeClock

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from agentturn.chat import ChatModel
 from agentturn.errors import ModelErrorKind
-from agentturn.messages import ToolCall
+from agentturn.ports.chat_model import ChatModel
+from agentturn.state.messages import ToolCall
 
 
 class ProviderScript(Protocol):

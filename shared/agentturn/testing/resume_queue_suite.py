@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentturn.handoff import pack_snapshot, unpack_snapshot
-from agentturn.queue import ResumeMessage, ResumeQueue, carries_snapshots
-from agentturn.serializer import JSON
+from agentturn.engine.handoff import pack_snapshot, unpack_snapshot
+from agentturn.ports.queue import ResumeMessage, ResumeQueue, carries_snapshots
+from agentturn.ports.serializer import JSON
 from agentturn.testing.builders import new_turn
 from agentturn.testing.kits import QueueKit
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import pytest
 
 from agentturn.errors import LeaseLostError, TurnNotFoundError, VersionConflictError
-from agentturn.messages import AiMessage, UserMessage
-from agentturn.state import SCHEMA_VERSION, Turn, TurnStatus
-from agentturn.store import Lease, new_lease_id
+from agentturn.ports.store import Lease, new_lease_id
+from agentturn.state.messages import AiMessage, UserMessage
+from agentturn.state.turn import SCHEMA_VERSION, Turn, TurnStatus
 from agentturn.testing._suite import LEASE, THREADS, require, wait_for_overdue, wait_for_runnable
 from agentturn.testing.builders import advanced, new_turn, race, waiting_until
 from agentturn.testing.kits import StoreKit
-from agentturn.timeline_identity import stamp
+from agentturn.timeline.identity import stamp
 
 __all__ = ["TurnStoreSuite"]
 

@@ -14,8 +14,8 @@ import pickle
 import pytest
 
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
-from agentturn.state import TurnStatus
-from agentturn.store import SNAPSHOT_UNREADABLE
+from agentturn.ports.store import SNAPSHOT_UNREADABLE
+from agentturn.state.turn import TurnStatus
 from agentturn.testing._suite import LEASE, wait_for_overdue, wait_for_runnable
 from agentturn.testing.builders import advanced, new_turn, waiting_until
 from agentturn.testing.capabilities import BREAKAGES, Breakage

@@ -229,7 +229,7 @@ async function send(event) {
   const input = $("input").value.trim();
   if (!input) return;
   const agentId = $("agent").value;
-  localStorage.setItem("agentturn.agent", agentId);
+  localStorage.setItem("agentturn.agents.agent", agentId);
   $("send").disabled = true;
   notice("");
   // What was sent shows at once, before the server answers; the timeline replaces it with the stored message.
@@ -330,7 +330,7 @@ async function loadDevInfo() {
   const agents = info.body.agents || [];
   if (agents.length) {
     const picker = $("agent");
-    const wanted = localStorage.getItem("agentturn.agent") || picker.value;
+    const wanted = localStorage.getItem("agentturn.agents.agent") || picker.value;
     picker.replaceChildren(
       ...agents.map((id) => {
         const option = document.createElement("option");
@@ -477,7 +477,7 @@ function init() {
     if (id && id !== state.conversationId) openConversation(id);
     else if (!id) navigate(newConversationId(), { replace: true });
   });
-  const savedAgent = localStorage.getItem("agentturn.agent");
+  const savedAgent = localStorage.getItem("agentturn.agents.agent");
   if (params.get("agent")) $("agent").value = params.get("agent");
   else if (savedAgent) $("agent").value = savedAgent;
   navigate(conversationFromHash() || newConversationId(), { replace: true });

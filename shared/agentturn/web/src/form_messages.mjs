@@ -1,5 +1,5 @@
 // The words a person reads when the console's own checks (Ajv, in the browser) refuse a field: the same as
-// the server's (agentturn/form_messages.py), field named by its title, no code, no regular expressions.
+// the server's (agentturn/forms/wording.py), field named by its title, no code, no regular expressions.
 // tests/differential/test_messages_agree.py checks both sides say the same thing for the same errors.
 
 const TYPE_NAMES = {
@@ -12,7 +12,7 @@ const TYPE_NAMES = {
   null: "empty",
 };
 
-// What each format expects, as agentturn/formats.py words it.
+// What each format expects, as agentturn/forms/formats.py words it.
 export const FORMAT_LABELS = {
   date: "a date such as 2024-05-31",
   time: "a time such as 09:30:00",

@@ -1,8 +1,8 @@
 // The console's JSON Schema validator: @cfworker/json-schema, which interprets a schema instead of compiling it
 // to a function, so the page needs no CSP 'unsafe-eval' (Ajv's `compile` builds code with `new Function`).
-// Draft 2020-12, as the server validates (agentturn/validation.py); formats are ajv-formats' own definitions
+// Draft 2020-12, as the server validates (agentturn/forms/validation.py); formats are ajv-formats' own definitions
 // (regular expressions and plain functions, no code generation) plus rjsf's `data-url` and `color`, which is
-// what the server's agentturn/formats.py was made to agree with. tests/differential/test_browser_validator.py
+// what the server's agentturn/forms/formats.py was made to agree with. tests/differential/test_browser_validator.py
 // compares its answers with the server's on the differential corpus.
 //
 // `validator` below implements rjsf's ValidatorType, so react-jsonschema-form runs on it unchanged; its errors

@@ -1,0 +1,122 @@
+"""Agents, their execution policy and tool-approval decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Literal
+
+from agentturn.agents._signature import keyword_only_with_positional_fallback
+from agentturn.agents.tools import Tool, ToolSpec
+from agentturn.forms.definitions import REQUEST_USER_INPUT, UserInputTool
+from agentturn.ports.chat_model import ChatModel
+from agentturn.state.messages import ToolCall
+
+if TYPE_CHECKING:
+    from agentturn.state.turn import Turn
+
+
+@dataclass(frozen=True)
+class ExecutionPolicy:
+    """Limits of one turn. Every field has a default; reaching a limit ends the turn with its own status."""
+
+    #: model calls per turn (MAX_ITERATIONS_REACHED)
+    max_iterations: int = 10
+    #: model calls plus tool executions per turn (MAX_STEPS_REACHED)
+    max_steps: int = 50
+    #: logical business-tool calls per turn; a form replay is the same call (BUDGET_EXCEEDED)
+    max_tool_calls: int = 20
+    #: earlier conversation messages (model-visible) put in the model's context window
+    context_window: int = 50
+    #: what a business tool's exception does: tell the model, or fail the turn
+    on_tool_error: Literal["return_to_model", "fail_turn"] = "return_to_model"
+    #: seconds a person has to answer a form or an approval; None waits forever
+    input_timeout: float | None = None
+    #: what an expired wait does: tell the model (an "expired" tool result) or cancel the turn
+    on_input_timeout: Literal["return_to_model", "cancel"] = "return_to_model"
+    #: seconds a terminal turn's snapshot is kept before the store may delete it; None keeps it
+    retention: float | None = 30 * 24 * 3600
+    #: also remove submitted values from the UI card once the tool that needed them has completed
+    redact_submitted_values: bool = False
+    #: when one model message leaves several decisions to a person: continue once all are answered ("all"),
+    #: or after each answer ("each": an approved call runs at once while the others still wait; the model
+    #: is asked again only when every call of the message has its result)
+    resume_after: Literal["all", "each"] = "all"
+
+    def __post_init__(self) -> None:
+        for name in ("max_iterations", "max_steps", "max_tool_calls", "context_window"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"ExecutionPolicy.{name} must be >= 0")
+        if self.resume_after not in ("all", "each"):
+            raise ValueError(f"ExecutionPolicy.resume_after must be 'all' or 'each', not {self.resume_after!r}")
+        for name in ("input_timeout", "retention"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"ExecutionPolicy.{name} must be > 0 or None")
+
+
+class ApprovalVerdict(StrEnum):
+    ALLOW = "ALLOW"
+    REQUIRE_APPROVAL = "REQUIRE_APPROVAL"
+    DENY = "DENY"
+
+
+@dataclass(frozen=True)
+class ToolApprovalDecision:
+    verdict: ApprovalVerdict
+    message: str = ""
+
+    @classmethod
+    def allow(cls) -> ToolApprovalDecision:
+        return cls(ApprovalVerdict.ALLOW)
+
+    @classmethod
+    def require_approval(cls, message: str = "") -> ToolApprovalDecision:
+        return cls(ApprovalVerdict.REQUIRE_APPROVAL, message)
+
+    @classmethod
+    def deny(cls, message: str = "") -> ToolApprovalDecision:
+        return cls(ApprovalVerdict.DENY, message)
+
+
+ApprovalPolicy = Callable[["Turn", ToolCall, Tool], ToolApprovalDecision]
+
+
+class Agent:
+    @keyword_only_with_positional_fallback
+    def __init__(
+        self,
+        id: str,
+        instructions: str,
+        chat_model: ChatModel,
+        *,
+        tools: Iterable[Tool] = (),
+        version: str = "1",
+        approval_policy: ApprovalPolicy | None = None,
+        policy: ExecutionPolicy | None = None,
+    ) -> None:
+        if not id or not isinstance(id, str):
+            raise ValueError("agent id must be a non-empty string")
+        self.id = id
+        self.instructions = instructions
+        self.chat_model = chat_model
+        self.version = str(version)
+        self.approval_policy = approval_policy
+        self.policy = policy or ExecutionPolicy()
+        self.tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self.tools:
+                raise ValueError(f"agent {id!r}: duplicate tool name {tool.name!r}")
+            self.tools[tool.name] = tool
+
+    @property
+    def user_input_tool(self) -> UserInputTool | None:
+        tool = self.tools.get(REQUEST_USER_INPUT)
+        return tool if isinstance(tool, UserInputTool) else None
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [ToolSpec(t.name, t.description, t.parameters) for t in self.tools.values()]
+
+    def __repr__(self) -> str:
+        return f"Agent(id={self.id!r}, version={self.version!r})"

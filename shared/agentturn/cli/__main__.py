@@ -1,0 +1,3 @@
+from agentturn.cli import main
+
+raise SystemExit(main())

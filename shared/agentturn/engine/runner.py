@@ -1,0 +1,381 @@
+"""The Runner: moves a turn through model and tool calls, stops it durably for a person, resumes it.
+
+A facade that wires the parts and holds the public API: the loop (:mod:`driver`) and its two steps
+(:mod:`model_step`, :mod:`tool_step`), every write of a running turn (:mod:`turn_writer`), the lease
+(:mod:`lease_keeper`), cancels and expiries (:mod:`settle`), the conversation's active turn
+(:mod:`conversation_lock`), event numbers (:mod:`sequencer`), the agents (:mod:`registry`), and the pure
+rules for stopping and resuming (:mod:`suspend`, :mod:`resume`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentturn.agents.agent import Agent
+from agentturn.agents.registry import AgentRegistry, AgentResolver
+from agentturn.engine.call_ids import unique_call_ids
+from agentturn.engine.clock import Clock, Waiter, iso, real_wait
+from agentturn.engine.conflicts import retry_on_conflict
+from agentturn.engine.conversation_lock import ENDED_TURN_PROBE, ConversationLock, ended_turn
+from agentturn.engine.driver import TurnDriver
+from agentturn.engine.events import EventType, Listener
+from agentturn.engine.idempotency import is_replay, remember_request
+from agentturn.engine.lease_keeper import LeaseKeeper
+from agentturn.engine.model_step import ModelStep, context_history
+from agentturn.engine.resume import apply_resume
+from agentturn.engine.retry import RetryPolicy
+from agentturn.engine.sequencer import EventSequencer
+from agentturn.engine.settle import Settler
+from agentturn.engine.suspend import suspend_for_text
+from agentturn.engine.tool_step import ToolStep
+from agentturn.engine.turn_run import Run, YieldProbe
+from agentturn.engine.turn_writer import TurnWriter, redact_card
+from agentturn.engine.unreadable import UnreadableAttempt, record_unreadable
+from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
+from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
+from agentturn.ports.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
+from agentturn.state.commands import ResumeCommand
+from agentturn.state.messages import ModelMessage, TimelineMessage, UserMessage, form_message_id
+from agentturn.state.turn import Suspension, Turn
+from agentturn.timeline.identity import stamp
+from agentturn.timeline.repair import repair_timeline
+
+__all__ = ["AgentResolver", "Runner", "UnreadableAttempt", "YieldProbe"]
+
+#: Rounds an answer retries when other answers to the same turn are saved first (see ``submit_resume``).
+ANSWER_ROUNDS = 20
+
+#: Kept importable from here under its old name (tests of the id rules import it so).
+_unique_call_ids = unique_call_ids
+
+
+@dataclass(frozen=True)
+class AcceptedAnswer:
+    """What :meth:`Runner.accept_answer` did: the turn as stored after it, and whether the answer was a replay of
+    one applied before (then nothing was written)."""
+
+    turn: Turn
+    replayed: bool
+
+
+class Runner:
+    def __init__(
+        self,
+        store: TurnStore | None = None,
+        chat_memory: ChatMemoryProvider | None = None,
+        agents: Iterable[Agent] | AgentResolver | None = None,
+        listeners: Iterable[Listener] = (),
+        *,
+        clock: Clock = time.time,
+        worker_id: str | None = None,
+        lease_seconds: float = 60.0,
+        retry: RetryPolicy | None = None,
+        wait: Waiter = real_wait,
+    ) -> None:
+        self.store: TurnStore = store if store is not None else InMemoryTurnStore(clock=clock)
+        self.chat_memory = chat_memory
+        self.listeners = list(listeners)
+        self.clock = clock
+        self.worker_id = worker_id or f"runner-{uuid.uuid4().hex[:8]}"
+        self.lease_seconds = lease_seconds
+        self.retry = retry if retry is not None else RetryPolicy()
+        #: How the lease heartbeat waits between beats (in the clock's time: tests pass their fake clock's).
+        self.wait = wait
+        # The parts read the listeners and the chat memory through the runner: callers may replace them.
+        self._agents = AgentRegistry(agents)
+        self._events = EventSequencer(lambda: self.listeners)
+        self._writer = TurnWriter(self.store, clock, self._events, self._memory, self._agents, self.retry)
+        self._leases = LeaseKeeper(self.store, clock, lease_seconds, wait, self._claim)
+        self._conversations = ConversationLock(self.store)
+        tool_step = ToolStep(self.store, clock, self._agents, self._writer, self._events, self._leases)
+        model_step = ModelStep(self._agents, self._writer, self._events, self._leases, self.retry, self._memory)
+        self._driver = TurnDriver(
+            self.store,
+            clock,
+            self._claim,
+            self._agents,
+            self._writer,
+            self._leases,
+            (model_step, tool_step),
+            self._memory,
+        )
+        self._settler = Settler(self.store, clock, self._claim, self._writer, self._events)
+
+    def register(self, agent: Agent) -> None:
+        """Make ``agent`` the one that continues turns of its id and version (same id + version = same agent)."""
+        self._agents.register(agent)
+
+    def agent_for(self, turn: Turn) -> Agent:
+        """The exact agent version that started the turn; never a silent fallback to another version."""
+        return self._agents.agent_for(turn)
+
+    # ------------------------------------------------------------------ running
+
+    def start(
+        self, agent: Agent, conversation_id: str, input: str, *, metadata: Mapping[str, Any] | None = None
+    ) -> Turn:
+        """Create the turn READY (and take the conversation); run nothing."""
+        self.register(agent)
+        turn, _, _ = self._create(agent, conversation_id, input, metadata, hold=False)
+        return turn
+
+    def run(
+        self,
+        agent: Agent,
+        conversation_id: str,
+        input: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        should_yield: YieldProbe | None = None,
+        on_started: Callable[[Turn], None] | None = None,
+    ) -> Turn:
+        """Create a turn and run it in this thread until it is blocked, terminal, or ``should_yield()``.
+
+        The turn is created already leased to this runner (one write, and no worker can take it meanwhile);
+        ``on_started(turn)`` is told once it exists and holds its conversation.
+        """
+        self.register(agent)
+        turn, lease, history = self._create(agent, conversation_id, input, metadata, hold=True)
+        if on_started is not None:
+            on_started(turn)
+        return self._driver.continue_turn(
+            turn.id, lease=lease, should_yield=should_yield, turn=turn, created_here=True, history=history
+        )
+
+    def run_turn(
+        self,
+        turn_id: str,
+        *,
+        lease: Lease | None = None,
+        should_yield: YieldProbe | None = None,
+        turn: Turn | None = None,
+        projected_version: int | None = None,
+        defer_claim: bool = False,
+    ) -> Turn:
+        """Continue a runnable turn until blocked, terminal, or ``should_yield()`` says stop.
+
+        With ``lease`` (a worker's claim) the run writes under it; without, the runner claims one itself.
+        A turn that is not runnable, or whose lease another holder has, is returned as stored. ``turn`` is
+        the caller's fresh copy, to save a read (a stale one only costs a refused write, never a wrong one).
+        ``projected_version`` is a receipt (from the resume message) that the timeline held that version.
+        ``defer_claim`` (with ``turn``, the snapshot a resume message carried): run unclaimed until a tool is
+        about to run (:mod:`agentturn.engine.handoff`).
+        """
+        if defer_claim and (turn is None or lease is not None):
+            raise ValueError("defer_claim runs from the caller's snapshot (turn=...) and without a lease")
+        return self._driver.continue_turn(
+            turn_id,
+            lease=lease,
+            should_yield=should_yield,
+            turn=turn,
+            created_here=False,
+            projected_version=projected_version,
+            defer_claim=defer_claim,
+        )
+
+    def record_failure(self, turn_id: str, error: BaseException) -> Turn:
+        """Count a run of ``turn_id`` that raised ``error`` unexpectedly (a worker calls this for what it cannot
+        classify as transient): the turn is tried again after a backoff, and after the last attempt it ends
+        FAILED with error ``cannot_run``. A turn someone else holds, or that is not runnable, is returned as
+        stored."""
+        lease = self._claim(turn_id)
+        if lease is None:
+            return self.store.load(turn_id)
+        turn = lease.turn if lease.turn is not None else self.store.load(turn_id)
+        return self._writer.retry_later_now(Run(turn=turn, agent=None, lease=lease), "cannot_run", error)
+
+    def record_unreadable(self, error: SnapshotUnreadableError, *, at_once: bool = False) -> UnreadableAttempt:
+        """Count an attempt on a turn whose stored snapshot cannot be read (``error`` says what the store knows
+        of it besides the body): like any turn that cannot run, it is tried again after a backoff, and after
+        the last attempt it ends FAILED with error ``snapshot_unreadable`` and its conversation is free again.
+        ``at_once`` ends it with this attempt (a person asked to cancel it: there is nothing to wait for).
+        """
+        return record_unreadable(
+            error,
+            at_once=at_once,
+            store=self.store,
+            retry=self.retry,
+            clock=self.clock,
+            events=self._events,
+            memory=self._memory,
+        )
+
+    # ------------------------------------------------------------------ a person's side
+
+    def submit_resume(self, turn_id: str, command: ResumeCommand) -> Turn:
+        """Validate and apply ``command``, save the turn as runnable RUNNING; run nothing (a worker will).
+
+        With metadata ``requestId`` the call is idempotent: a retry with the same request returns the turn
+        without applying anything again (``turn.accepted_requests[request_id]`` holds the first answer); the
+        same id with a different request raises ``IdempotencyConflictError``.
+        """
+        return self.accept_answer(turn_id, command).turn
+
+    def accept_answer(self, turn_id: str, command: ResumeCommand) -> AcceptedAnswer:
+        """:meth:`submit_resume`, telling also whether this call applied the answer or replayed an earlier one.
+
+        Only the call that applied it hands a worker the snapshot it saved (:mod:`agentturn.engine.handoff`): the worker
+        then runs without a claim, so a flood of replays must not start a run each.
+        """
+        replayed = False
+
+        def attempt() -> Turn:
+            nonlocal replayed
+            turn = self.store.load(turn_id)
+            replayed = is_replay(turn, command)
+            if replayed:
+                return turn
+            resumed = apply_resume(turn, command, self.clock())
+            waited = turn.suspension_for(command.action_id)
+            if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
+                # A model-requested form is complete once submitted: its data lives on only in the tool result.
+                redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
+            remember_request(resumed, command, iso(self.clock()))
+            # A lost write is decided again on what is stored now, so the loser of two submits (or of a
+            # submit and a cancel) gets "not pending" rather than a bare conflict.
+            saved = self._writer.write(resumed, lease=None)
+            pending = [s.correlation_id for s in saved.suspensions]
+            self._events.emit(
+                saved, EventType.INPUT_SUBMITTED, actionId=command.action_id, kind=command.kind.value, pending=pending
+            )
+            if saved.status.is_runnable:
+                # Once per wait: the answer that left nothing to wait for (or, by policy, something to run).
+                self._events.emit(saved, EventType.TURN_RESUMED, actionId=command.action_id, kind=command.kind.value)
+            if not saved.status.is_runnable:
+                # A runnable turn's answered cards ride with the messages of its next run (projection._riding),
+                # at no write of their own; until then readers are shown the snapshot's (as_snapshot_shows).
+                self._writer.project(saved)
+            return saved
+
+        # Answers to different cards of one turn race: each round re-reads and applies its answer to what is
+        # stored now, and every round at least one of them is saved, so k answers at once need k rounds.
+        turn = retry_on_conflict(turn_id, attempt, rounds=ANSWER_ROUNDS)
+        return AcceptedAnswer(turn=turn, replayed=replayed)
+
+    def resume(self, turn_id: str, command: ResumeCommand) -> Turn:
+        """Apply ``command`` and continue the turn in this thread."""
+        self.submit_resume(turn_id, command)
+        return self.run_turn(turn_id)
+
+    def suspend(self, turn: Turn, suspension: Suspension) -> Turn:
+        """Put a plain-text wait point on a turn that is not running elsewhere."""
+        current = self.store.load(turn.id)
+        suspend_for_text(current, suspension)
+        saved = self._writer.write(current, lease=None)
+        self._events.emit(
+            saved, EventType.TURN_SUSPENDED, type=suspension.type.value, actionId=suspension.correlation_id
+        )
+        return saved
+
+    def cancel(self, turn_id: str) -> Turn:
+        """Cancel a turn: one not running elsewhere ends CANCELLED now, a running one at its next step.
+
+        Safe to call again after any failure: each call finishes what an earlier one started. A blocked turn
+        ends in one write that carries the flag and the status together (a failed write changed nothing); a
+        runnable one gets the flag first (its worker stops on it), then is finished here if nobody holds it.
+        """
+        return self._settler.cancel(turn_id)
+
+    def expire(self, turn_id: str) -> Turn:
+        """Act on a blocked turn that is due (what the sweeper calls; harmless if it is not due).
+
+        A turn carrying the cancel flag ends CANCELLED (a cancel whose process died before it finished). A
+        wait whose input timeout has passed is closed: the pending call gets an "expired" result and the
+        turn is saved runnable for a worker, or — when the wait was set to cancel on expiry, or is a
+        plain-text wait with no call to answer — it ends CANCELLED.
+        """
+        return self._settle(turn_id, expire_waits=True)
+
+    def _settle(self, turn_id: str, *, expire_waits: bool) -> Turn:
+        return self._settler.settle(turn_id, expire_waits=expire_waits)
+
+    def expire_overdue(self, *, limit: int = 100, expire_waits: bool = True) -> list[Turn]:
+        """Settle every due blocked turn the store knows of (see :meth:`expire`); returns the turns now
+        runnable (to enqueue). Unfinished cancels are always finished; expired waits only with
+        ``expire_waits``."""
+        runnable: list[Turn] = []
+        for overdue in self.store.find_overdue(limit=limit):
+            try:
+                turn = self._settle(overdue.turn_id, expire_waits=expire_waits)
+            except TurnNotFoundError:
+                continue
+            except SnapshotUnreadableError as exc:
+                # Counted like a worker counts one, so that it leaves the overdue index after its attempts
+                # instead of being found (and failing the sweep) on every tick.
+                self.record_unreadable(exc)
+                continue
+            if turn.status.is_runnable:
+                runnable.append(turn)
+        return runnable
+
+    def repair_timeline(self, conversation_id: str, visible: Iterable[TimelineMessage] = ()) -> bool:
+        """Make the conversation's timeline whole again if the projection of its active turn was lost.
+
+        ``visible`` is what the caller just read of the timeline. Only a turn whose pending card is missing
+        from it, or a finished turn still holding the conversation whose end ``visible`` does not show (its
+        last projection failed), is re-projected — so a healthy timeline costs at most one read of the
+        snapshot, no write. Returns whether it wrote anything.
+        """
+        memory = self._memory(conversation_id)
+        return memory is not None and repair_timeline(self.store, memory, visible)
+
+    def restore(self, turn_id: str) -> Turn:
+        """The stored turn, read-only."""
+        return self.store.load(turn_id)
+
+    # ------------------------------------------------------------------ creation
+
+    def _claim(self, turn_id: str) -> Lease | None:
+        return self.store.claim(turn_id, self.worker_id, self.lease_seconds)
+
+    def _memory(self, conversation_id: str) -> ChatMemory | None:
+        return self.chat_memory(conversation_id) if self.chat_memory is not None else None
+
+    def _create(
+        self, agent: Agent, conversation_id: str, input: str, metadata: Mapping[str, Any] | None, *, hold: bool
+    ) -> tuple[Turn, Lease | None, list[ModelMessage] | None]:
+        """The stored turn, holding its conversation; with ``hold`` also leased to this runner; and the model's
+        view of the conversation before it (``None`` without a chat memory).
+
+        A held turn runs on at once, so its timeline is written by its first save, not here.
+        """
+        if not conversation_id:
+            raise ValueError("conversation_id must be non-empty")
+        memory = self._memory(conversation_id)
+        window = agent.policy.context_window
+        # One read serves the model's first call and tells the take whether the turn still named in the
+        # conversation has ended (then taking it over is one conditional write, and that turn wrote no release
+        # at its end). Read before anything is written: a start that fails on it leaves nothing behind.
+        fetched = memory.get_model_messages(max(window, ENDED_TURN_PROBE)) if memory is not None else None
+        now = self.clock()
+        turn = Turn(
+            id=uuid.uuid4().hex,
+            conversation_id=conversation_id,
+            agent_id=agent.id,
+            agent_version=agent.version,
+            input=input,
+            metadata=dict(metadata or {}),
+            created_at=iso(now),
+            updated_at=iso(now),
+        )
+        turn.messages.append(stamp(turn, UserMessage(content=input)))
+        self._events.reserve(turn)
+        lease = Lease(turn.id, self.worker_id, new_lease_id(), now + self.lease_seconds) if hold else None
+        turn = self.store.create(turn, lease=lease)
+        history: list[ModelMessage] | None = None
+        if memory is not None and fetched is not None:
+            as_read = self._conversations.take(memory, turn, ended=ended_turn(fetched))
+            # Only a held turn runs on here; a worker reads the history for one handed to it.
+            history = context_history(fetched, turn.id, window) if hold else None
+            # Nothing before this turn, and nobody wrote since the read (the take expected what it showed): its
+            # later runs skip the read. Stored by the turn's next save; a turn that never gets one reads it.
+            turn.history_empty = as_read and not fetched
+        self._events.emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version, status=turn.status.value)
+        self._events.emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
+        if not hold:
+            self._writer.project(turn)
+        return turn, lease, history

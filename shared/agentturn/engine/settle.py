@@ -1,0 +1,99 @@
+"""Ending or unblocking a turn from outside its run: a cancel, an expired wait, an unfinished cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentturn.engine.clock import Clock
+from agentturn.engine.conflicts import TryAgain, retry_on_conflict
+from agentturn.engine.events import EventType
+from agentturn.engine.resume import expire_wait
+from agentturn.engine.sequencer import EventSequencer
+from agentturn.engine.turn_run import Run
+from agentturn.engine.turn_writer import TurnWriter
+from agentturn.ports.store import Lease, TurnStore
+from agentturn.state.turn import Suspension, SuspensionType, Turn, TurnStatus
+
+
+class Settler:
+    def __init__(
+        self,
+        store: TurnStore,
+        clock: Clock,
+        claim: Callable[[str], Lease | None],
+        writer: TurnWriter,
+        events: EventSequencer,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._claim = claim
+        self._writer = writer
+        self._events = events
+
+    def cancel(self, turn_id: str) -> Turn:
+        """See :meth:`Runner.cancel`."""
+
+        def attempt() -> Turn:
+            turn = self._store.load(turn_id)
+            if turn.status.is_terminal:
+                return turn
+            lease: Lease | None = None
+            if turn.status.is_runnable:
+                if not turn.cancel_requested:
+                    self._store.request_cancel(turn_id)
+                lease = self._claim(turn_id)
+                if lease is None:
+                    # A worker holds it and stops at its next step, unless it blocked the turn meanwhile:
+                    # then the turn is ours to finish (next round).
+                    current = self._store.load(turn_id)
+                    if current.status.is_blocked:
+                        raise TryAgain
+                    return current
+                turn = lease.turn if lease.turn is not None else self._store.load(turn_id)
+            turn.cancel_requested = True
+            run = Run(turn=turn, agent=None, lease=lease)
+            try:
+                self._writer.finish(run, TurnStatus.CANCELLED)
+            finally:
+                if run.lease is not None:
+                    self._store.release(run.lease)
+            return run.turn
+
+        return retry_on_conflict(turn_id, attempt)
+
+    def settle(self, turn_id: str, *, expire_waits: bool) -> Turn:
+        """See :meth:`Runner.expire`; without ``expire_waits`` only an unfinished cancel is acted on."""
+
+        def attempt() -> Turn:
+            turn = self._store.load(turn_id)
+            if not turn.status.is_blocked or not turn.suspensions:
+                return turn
+            run = Run(turn=turn, agent=None, lease=None)
+            if turn.cancel_requested:
+                self._writer.finish(run, TurnStatus.CANCELLED)
+                return run.turn
+            now = self._clock()
+            expired = [s for s in turn.suspensions if s.is_expired(now)]
+            if not expire_waits or not expired:
+                return turn
+            if any(s.on_expiry == "cancel" or not _answerable(s) for s in expired):
+                self._writer.finish(run, TurnStatus.CANCELLED, "input_expired", "nobody answered in time")
+                return run.turn
+            run.turn = expire_wait(turn, now)
+            self._writer.save(run)
+            if run.turn.status.is_runnable:
+                self._events.emit(
+                    run.turn,
+                    EventType.TURN_RESUMED,
+                    actionId=expired[0].correlation_id,
+                    kind="EXPIRED",
+                    actionIds=[s.correlation_id for s in expired],
+                )
+            return run.turn
+
+        return retry_on_conflict(turn_id, attempt)
+
+
+def _answerable(suspension: Suspension) -> bool:
+    """A form or an approval has a call whose result can say "expired"; a plain-text wait has none."""
+    return suspension.is_form or suspension.type is SuspensionType.TOOL_APPROVAL

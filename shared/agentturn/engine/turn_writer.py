@@ -1,0 +1,182 @@
+"""Every write of a running turn: save (fenced by the lease), project, end, or put off after a failure."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from agentturn.agents.registry import AgentRegistry
+from agentturn.engine.clock import Clock, iso
+from agentturn.engine.conversation_lock import frees_by_its_end
+from agentturn.engine.events import EventType
+from agentturn.engine.resume import cancel_cards
+from agentturn.engine.retry import RetryPolicy
+from agentturn.engine.sequencer import EventSequencer
+from agentturn.engine.turn_run import LeaseGone, Run, policy_of
+from agentturn.errors import LeaseLostError, VersionConflictError
+from agentturn.ports.memory import ChatMemory
+from agentturn.ports.store import Lease, TurnStore
+from agentturn.state.messages import ApprovalMessage, FormMessage
+from agentturn.state.turn import RetryState, Turn, TurnErrorInfo, TurnPhase, TurnStatus
+from agentturn.timeline.projection import cards_projected, is_projected, project
+
+_log = logging.getLogger("agentturn.engine.runner")
+
+MemoryFor = Callable[[str], ChatMemory | None]
+
+_TERMINAL_EVENTS = {
+    TurnStatus.COMPLETED: EventType.TURN_COMPLETED,
+    TurnStatus.CANCELLED: EventType.TURN_CANCELLED,
+}
+
+
+class TurnWriter:
+    def __init__(
+        self,
+        store: TurnStore,
+        clock: Clock,
+        events: EventSequencer,
+        memory: MemoryFor,
+        agents: AgentRegistry,
+        retry: RetryPolicy,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._events = events
+        # A provider, not a memory: the runner's chat memory may be replaced after it was made.
+        self._memory = memory
+        self._agents = agents
+        self._retry = retry
+
+    def write(self, turn: Turn, *, lease: Lease | None) -> Turn:
+        """Save ``turn`` if it is still at its version (and ``lease`` still holds it); the saved copy."""
+        turn.updated_at = iso(self._clock())
+        forget_projected_values(turn)
+        self._events.reserve(turn)
+        saved = self._store.save(
+            turn, expected_version=turn.version, lease_id=lease.lease_id if lease is not None else None
+        )
+        self._events.emit(saved, EventType.SNAPSHOT_SAVED, version=saved.version, status=saved.status.value)
+        return saved
+
+    def save(self, run: Run, *, project_later: bool = False) -> None:
+        """Write the run's turn under its lease, then project it; ``LeaseGone`` if the lease was lost.
+
+        ``project_later``: a save between two steps of a turn that stays runnable here leaves its projection
+        to the run's next save (or to :meth:`settle_projection` when the run stops first), so that the new
+        messages of several steps reach the timeline in one batch. Not while a card is not known to be in the
+        timeline at its version: the snapshot forgets a card's submitted values only on the save after that
+        (:func:`forget_projected_values`), and a terminal save is the last. The snapshot is the truth and its
+        projection mark records only what the timeline is known to hold, so a crash before that next save
+        leaves the messages to whoever saves the turn next (invariant 1).
+        """
+        try:
+            run.turn = self.write(run.turn, lease=run.lease)
+            run.unsaved = False
+        except LeaseLostError as exc:
+            run.lease = None
+            raise LeaseGone from exc
+        if not run.turn.status.is_runnable:
+            run.lease = None  # the store ended the lease with this write
+        if project_later and run.turn.status.is_runnable and cards_projected(run.turn):
+            run.projection_owed = True
+            return
+        run.projection_owed = False
+        self.project(run.turn)
+
+    def settle_projection(self, run: Run) -> None:
+        """Project what the run's last save left to a next save that did not come (the run stopped)."""
+        if run.projection_owed:
+            run.projection_owed = False
+            self.project(run.turn)
+
+    def project(self, turn: Turn) -> None:
+        memory = self._memory(turn.conversation_id)
+        if memory is None:
+            return
+        try:
+            project(turn, memory)
+        except Exception as exc:
+            # The snapshot is already safe; the next save re-projects what this one could not.
+            _log.warning("projection of turn %r failed: %s", turn.id, exc)
+            self._events.emit(turn, EventType.PROJECTION_FAILED, error=f"{type(exc).__name__}: {exc}")
+
+    def finish(self, run: Run, status: TurnStatus, error_type: str | None = None, message: str = "") -> None:
+        """End the turn with ``status``: cards cancelled, form data dropped, conversation let go (a COMPLETED
+        turn's timeline shows that it ended, which frees its conversation without a write of its own:
+        :func:`~agentturn.engine.conversation_lock.frees_by_its_end`)."""
+        turn = run.turn
+        turn.status = status
+        turn.phase = TurnPhase.FINISHED
+        turn.suspension = None
+        if error_type is not None:
+            turn.error = TurnErrorInfo(type=error_type, message=message)
+        cancel_cards(turn)
+        for state in turn.tool_states.values():
+            state.submitted_form_data = None
+        retention = policy_of(run, self._agents).retention
+        turn.retain_until = self._clock() + retention if retention is not None else None
+        self.save(run)
+        memory = self._memory(turn.conversation_id)
+        if memory is not None and not frees_by_its_end(run.turn) and is_projected(run.turn):
+            # Let go of the conversation only once its timeline is whole: a turn still named there is
+            # repaired by whoever comes next (the next turn's start, or a read of the timeline).
+            memory.set_active_turn(None, expected=turn.id)
+        event = _TERMINAL_EVENTS.get(status, EventType.TURN_FAILED)
+        self._events.emit(run.turn, event, status=status.value, error=error_type)
+
+    def retry_later(
+        self, run: Run, reason: str, message: str, *, at_least: float | None = None, exhausted: str | None = None
+    ) -> None:
+        """Save the turn runnable, due after a backoff; after the last allowed attempt, end it FAILED."""
+        turn = run.turn
+        attempt = (turn.retry.attempts if turn.retry is not None else 0) + 1
+        if attempt >= self._retry.max_attempts:
+            self.finish(run, TurnStatus.FAILED, exhausted or reason, f"{message} (gave up after {attempt} attempts)")
+            return
+        delay = self._retry.delay(turn.id, attempt, at_least)
+        turn.retry = RetryState(attempts=attempt, reason=reason, error=message, not_before=self._clock() + delay)
+        turn.status = TurnStatus.RUNNING
+        self.save(run)
+        self._events.emit(
+            run.turn,
+            EventType.RETRY_SCHEDULED,
+            reason=reason,
+            attempt=attempt,
+            maxAttempts=self._retry.max_attempts,
+            delaySeconds=round(delay, 3),
+            error=message,
+        )
+
+    def retry_later_now(self, run: Run, reason: str, error: BaseException) -> Turn:
+        """:meth:`retry_later` outside the loop: under the run's lease, released after."""
+        try:
+            self.retry_later(run, reason, f"{type(error).__name__}: {error}")
+        except (LeaseGone, VersionConflictError):
+            return self._store.load(run.turn.id)
+        finally:
+            if run.lease is not None:
+                self._store.release(run.lease)
+                run.lease = None
+        return run.turn
+
+
+def forget_projected_values(turn: Turn) -> None:
+    """Invariant 8 for the snapshot's copy of answered cards: once the timeline is known to hold a final
+    card at its version, the snapshot keeps no copy of the values (a repair never rewrites that version)."""
+    kept: list[FormMessage | ApprovalMessage] = []
+    for card in turn.cards:
+        confirmed = turn.projection.cards.get(card.message_id) == card.version
+        if isinstance(card, FormMessage) and card.status != "PENDING" and confirmed and card.submitted_values:
+            kept.append(card.model_copy(update={"submitted_values": None}))
+        else:
+            kept.append(card)
+    turn.cards = kept
+
+
+def redact_card(turn: Turn, message_id: str) -> None:
+    """The card keeps that it was answered, not what: its values leave the snapshot and the timeline."""
+    card = turn.card(message_id)
+    if isinstance(card, FormMessage) and card.submitted_values is not None:
+        update = {"submitted_values": None, "values_redacted": True, "version": card.version + 1}
+        turn.cards = [card.model_copy(update=update) if c.message_id == message_id else c for c in turn.cards]

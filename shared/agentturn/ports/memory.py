@@ -1,0 +1,242 @@
+"""The ChatMemory port (the conversation timeline, a projection of turn snapshots) and its in-memory adapter."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import TypeAdapter
+
+from agentturn.ports.serializer import JSON, Serializer
+from agentturn.state.messages import (
+    ApprovalMessage,
+    CardMessage,
+    FormMessage,
+    ModelMessage,
+    TimelineMessage,
+    is_settled,
+)
+from agentturn.timeline.conversation_list import (
+    ConversationListing,
+    ConversationPage,
+    ConversationSummary,
+    decode_cursor,
+    encode_cursor,
+)
+
+_TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
+_MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
+
+
+@runtime_checkable
+class ChatMemory(Protocol):
+    """One conversation's timeline, ordered by ``sort_key``; keyed by ``message_id``."""
+
+    conversation_id: str
+
+    def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
+        """The latest ``limit`` entries (all when ``None``), oldest first, cards included."""
+        ...
+
+    def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
+        """The latest ``limit`` model-visible messages, oldest first: never a UI card."""
+        ...
+
+    def get_message(self, message_id: str) -> TimelineMessage | None: ...
+
+    def append(self, message: TimelineMessage) -> bool:
+        """Add an entry; ``False`` (and nothing changed) when its ``message_id`` is already there."""
+        ...
+
+    def append_all(self, messages: Sequence[TimelineMessage]) -> None:
+        """Idempotent batch append, in order (an entry is stored only once those before it in the batch are):
+        entries already present are left as they are, except a settled card
+        (:func:`~agentturn.state.messages.is_settled`),
+        which raises an older version of itself to its own. Readers see a card at the highest version stored.
+
+        A settled card passed here is final: the caller never changes it again (the projection passes one only then,
+        and not one whose values were redacted), so an adapter may store it inside the items of the model messages
+        after it in the same batch (the DynamoDB adapter packs it into their group: no write of its own), and an
+        older version of it may stay where it was.
+        """
+        ...
+
+    def update_message(self, message: CardMessage, expected_version: int) -> bool:
+        """Replace a card if the stored one is at ``expected_version`` (compare-and-set). A card that
+        :meth:`append_all` settled is final: moving it on from that version is not asked for, and may be refused."""
+        ...
+
+    def get_active_turn(self) -> str | None:
+        """The id of the turn that took the conversation last and has not let go of it, if any. It holds the
+        conversation, unless it COMPLETED and the timeline shows its end: such a turn writes no release
+        (:func:`agentturn.engine.conversation_lock.ended_turn`,
+        :func:`~agentturn.engine.conversation_lock.frees_by_its_end`)."""
+        ...
+
+    def set_active_turn(
+        self, turn_id: str | None, *, expected: str | None, listing: ConversationListing | None = None
+    ) -> bool:
+        """Point the conversation at ``turn_id`` if it currently points at ``expected`` (atomic).
+
+        ``listing`` (only with a ``turn_id``) lists the conversation under its owner in the same write, when
+        the write succeeds: its last activity moves to ``listing.at``, its title is kept from the first time.
+
+        Taking is idempotent: if the conversation already points at ``turn_id`` (not ``None``), the answer is
+        ``True``. Turn ids are unique, so that can only be this call's own write (one whose answer was lost
+        and that the caller or its SDK retried).
+        """
+        ...
+
+
+ChatMemoryProvider = Callable[[str], ChatMemory]
+
+
+class _Listings:
+    """Every owner's listed conversations: owner -> conversation id -> (title, last activity)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_owner: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def record(self, conversation_id: str, listing: ConversationListing) -> None:
+        with self._lock:
+            entries = self._by_owner.setdefault(listing.owner, {})
+            title = entries[conversation_id][0] if conversation_id in entries else listing.title
+            entries[conversation_id] = (title, listing.at)
+
+    def page(self, owner: str, limit: int, cursor: str | None) -> ConversationPage:
+        with self._lock:
+            entries = sorted(
+                ((at, cid, title) for cid, (title, at) in self._by_owner.get(owner, {}).items()), reverse=True
+            )
+        if cursor is not None:
+            after = decode_cursor(owner, cursor)
+            entries = [e for e in entries if (e[0], e[1]) < after]
+        shown = entries[: max(limit, 0)]
+        more = len(entries) > len(shown) and bool(shown)
+        return ConversationPage(
+            conversations=[ConversationSummary(conversation_id=c, title=t, last_activity_at=a) for a, c, t in shown],
+            cursor=encode_cursor(owner, shown[-1][0], shown[-1][1]) if more else None,
+        )
+
+
+class _Conversation:
+    def __init__(
+        self, conversation_id: str, lock: threading.Lock, serializer: Serializer, listings: _Listings | None = None
+    ) -> None:
+        self.conversation_id = conversation_id
+        self._listings = listings if listings is not None else _Listings()
+        self._serializer = serializer
+        self._lock = lock
+        self._keys: list[tuple[str, str]] = []
+        self._bodies: dict[str, str] = {}
+        self._sort_keys: dict[str, str] = {}
+        #: the entries that are UI cards, with their type and version: the model's history skips them unread
+        #: (as the DynamoDB adapter's model-message index does), and a compare-and-set reads only these (as
+        #: its conditional write does)
+        self._cards: dict[str, tuple[str, int]] = {}
+        self._active_turn: str | None = None
+
+    def _decode(self, message_id: str) -> TimelineMessage:
+        return self._serializer.loads(self._bodies[message_id], _TIMELINE)
+
+    def get_messages(self, limit: int | None = None) -> list[TimelineMessage]:
+        with self._lock:
+            keys = self._keys if limit is None else self._keys[-limit:] if limit > 0 else []
+            return [self._decode(message_id) for _, message_id in keys]
+
+    def get_model_messages(self, limit: int | None = None) -> list[ModelMessage]:
+        # Newest first, stopping at ``limit``: the cost follows the window, not the conversation's length.
+        wanted = len(self._keys) if limit is None else max(limit, 0)
+        newest_first: list[ModelMessage] = []
+        with self._lock:
+            for _, message_id in reversed(self._keys):
+                if len(newest_first) >= wanted:
+                    break
+                if message_id not in self._cards:
+                    newest_first.append(self._serializer.loads(self._bodies[message_id], _MODEL))
+        return newest_first[::-1]
+
+    def get_message(self, message_id: str) -> TimelineMessage | None:
+        with self._lock:
+            return self._decode(message_id) if message_id in self._bodies else None
+
+    def _insert(self, message: TimelineMessage) -> bool:
+        if not message.message_id:
+            raise ValueError("timeline entries need a message_id")
+        if message.message_id in self._bodies:
+            return False
+        bisect.insort(self._keys, (message.sort_key, message.message_id))
+        self._bodies[message.message_id] = self._serializer.dumps(message)
+        self._sort_keys[message.message_id] = message.sort_key
+        if isinstance(message, FormMessage | ApprovalMessage):
+            self._cards[message.message_id] = (message.type, message.version)
+        return True
+
+    def append(self, message: TimelineMessage) -> bool:
+        with self._lock:
+            return self._insert(message)
+
+    def append_all(self, messages: Sequence[TimelineMessage]) -> None:
+        with self._lock:
+            for message in messages:
+                if not self._insert(message) and isinstance(message, FormMessage | ApprovalMessage):
+                    self._raise(message)
+
+    def _raise(self, card: CardMessage) -> None:
+        """A settled card replaces an older version of itself (kept where it was stored)."""
+        stored = self._cards.get(card.message_id)
+        if is_settled(card) and stored is not None and stored[0] == card.type and stored[1] < card.version:
+            kept = card.model_copy(update={"sort_key": self._sort_keys[card.message_id]})
+            self._bodies[card.message_id] = self._serializer.dumps(kept)
+            self._cards[card.message_id] = (card.type, card.version)
+
+    def update_message(self, message: CardMessage, expected_version: int) -> bool:
+        with self._lock:
+            current = self._cards.get(message.message_id)
+            if current != (message.type, expected_version):
+                return False
+            stored = message.model_copy(update={"sort_key": self._sort_keys[message.message_id]})
+            self._bodies[message.message_id] = self._serializer.dumps(stored)
+            self._cards[message.message_id] = (message.type, message.version)
+            return True
+
+    def get_active_turn(self) -> str | None:
+        with self._lock:
+            return self._active_turn
+
+    def set_active_turn(
+        self, turn_id: str | None, *, expected: str | None, listing: ConversationListing | None = None
+    ) -> bool:
+        with self._lock:
+            if turn_id is not None and self._active_turn == turn_id:
+                return True
+            if self._active_turn != expected:
+                return False
+            self._active_turn = turn_id
+        if listing is not None and turn_id is not None:
+            self._listings.record(self.conversation_id, listing)
+        return True
+
+
+class InMemoryChatMemory:
+    """A provider: ``InMemoryChatMemory()(conversation_id)`` returns that conversation's ChatMemory."""
+
+    def __init__(self, *, serializer: Serializer = JSON) -> None:
+        self._serializer = serializer
+        self._lock = threading.Lock()
+        self._conversations: dict[str, _Conversation] = {}
+        self._listings = _Listings()
+
+    def list_conversations(self, owner: str, limit: int, cursor: str | None = None) -> ConversationPage:
+        return self._listings.page(owner, limit, cursor)
+
+    def __call__(self, conversation_id: str) -> ChatMemory:
+        with self._lock:
+            conversation = self._conversations.get(conversation_id)
+            if conversation is None:
+                conversation = _Conversation(conversation_id, threading.Lock(), self._serializer, self._listings)
+                self._conversations[conversation_id] = conversation
+            return conversation

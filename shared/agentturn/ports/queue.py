@@ -1,0 +1,91 @@
+"""The ResumeQueue port: hands a runnable turn to a worker. At-least-once; workers make duplicates harmless."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Protocol, TypeGuard, runtime_checkable
+
+from pydantic import Field
+
+from agentturn.engine.handoff import MAX_SNAPSHOT_CHARS
+from agentturn.state.wire import WireModel
+
+
+class ResumeMessage(WireModel):
+    turn_id: str = Field(min_length=1, max_length=128)
+    version: int = Field(ge=0)
+    #: The sender saw the timeline hold all of snapshot ``version``: a worker that finds that very version
+    #: need not verify the projection again (a receipt; without it the worker checks, as after a crash).
+    projected: bool = False
+    #: The snapshot the sender saved as ``version``, packed (:mod:`agentturn.engine.handoff`): the worker starts from it
+    #: without a claim. Absent: the worker claims the turn and reads it.
+    snapshot: str | None = Field(default=None, max_length=MAX_SNAPSHOT_CHARS)
+
+
+@runtime_checkable
+class ResumeQueue(Protocol):
+    """Hands turns to workers.
+
+    A queue whose messages can carry a snapshot says so with a true ``carries_snapshots`` attribute and takes
+    ``snapshot=`` on :meth:`enqueue`; senders pass it to no other queue (one written before it keeps working).
+    """
+
+    def enqueue(self, turn_id: str, version: int, *, projected: bool = False, delay_seconds: int = 0) -> None:
+        """Hand the turn to a worker; with ``delay_seconds``, not before that (a backoff, best effort)."""
+        ...
+
+
+class SnapshotCarryingQueue(Protocol):
+    """A ResumeQueue whose messages can carry the snapshot their sender saved."""
+
+    carries_snapshots: bool
+
+    def enqueue(
+        self,
+        turn_id: str,
+        version: int,
+        *,
+        projected: bool = False,
+        delay_seconds: int = 0,
+        snapshot: str | None = None,
+    ) -> None: ...
+
+
+def carries_snapshots(queue: ResumeQueue) -> TypeGuard[SnapshotCarryingQueue]:
+    """Whether ``queue``'s messages can carry the snapshot their sender saved."""
+    return getattr(queue, "carries_snapshots", False) is True
+
+
+class InMemoryResumeQueue:
+    carries_snapshots = True
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._messages: deque[ResumeMessage] = deque()
+        #: The delay asked for each message sent, in order (this queue delivers at once: drain decides).
+        self.delays: list[int] = []
+
+    def enqueue(
+        self,
+        turn_id: str,
+        version: int,
+        *,
+        projected: bool = False,
+        delay_seconds: int = 0,
+        snapshot: str | None = None,
+    ) -> None:
+        message = ResumeMessage(turn_id=turn_id, version=version, projected=projected, snapshot=snapshot)
+        with self._lock:
+            self._messages.append(message)
+            self.delays.append(delay_seconds)
+
+    def drain(self) -> list[ResumeMessage]:
+        with self._lock:
+            drained = list(self._messages)
+            self._messages.clear()
+            return drained
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._messages)

@@ -1,0 +1,109 @@
+"""The list of a person's conversations (``GET /conversations``): what is listed, and the port that lists it.
+
+A conversation is listed under the owner its turns name (``turn.metadata["ownerId"]``, set by the HTTP API
+from the verified caller). The listing entry is written as part of the write that already happens when a
+turn takes its conversation (``ChatMemory.set_active_turn``), so listing costs no extra request per turn:
+its last activity is when its latest turn started, its title the start of its first turn's input.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Final, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentturn.state.turn import Turn
+
+#: The turn metadata key that names a turn's owner (the HTTP API's ``api.ownership.OWNER_KEY``).
+OWNER_METADATA_KEY: Final = "ownerId"
+#: A title is the first line of the first input, cut here (characters, not bytes).
+TITLE_MAX_CHARS: Final = 80
+
+
+class InvalidCursorError(ValueError):
+    """A ``cursor`` that this listing did not hand out (or that names another owner's conversations)."""
+
+    def __init__(self, cursor: str) -> None:
+        super().__init__(cursor)
+        self.cursor = cursor
+
+    def __str__(self) -> str:
+        return f"cursor {self.cursor[:40]!r} was not handed out by this listing"
+
+
+class ConversationListing(BaseModel):
+    """What a turn start writes into the listing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    owner: str
+    #: Kept from the conversation's first turn only.
+    title: str
+    #: ISO 8601 (UTC) start of the latest turn: the listing's order, newest first.
+    at: str
+
+
+class ConversationSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    #: The runtime's (namespaced) conversation id.
+    conversation_id: str
+    title: str
+    last_activity_at: str
+
+
+class ConversationPage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    conversations: list[ConversationSummary]
+    #: Opaque: pass it back for the next (older) page; ``None`` when there is none.
+    cursor: str | None = None
+
+
+@runtime_checkable
+class ConversationDirectory(Protocol):
+    """Lists an owner's conversations, newest activity first (one Query per page in DynamoDB)."""
+
+    def list_conversations(self, owner: str, limit: int, cursor: str | None = None) -> ConversationPage: ...
+
+
+def title_of(text: str) -> str:
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= TITLE_MAX_CHARS else line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
+
+
+def listing_for(turn: Turn) -> ConversationListing | None:
+    """The listing a turn start writes; ``None`` for a turn without an owner (library use: nothing listed)."""
+    owner = turn.metadata.get(OWNER_METADATA_KEY)
+    if not isinstance(owner, str) or not owner or not turn.created_at:
+        return None
+    return ConversationListing(owner=owner, title=title_of(turn.input), at=turn.created_at)
+
+
+class _Position(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    o: str
+    a: str
+    c: str
+
+
+def encode_cursor(owner: str, at: str, conversation_id: str) -> str:
+    """The position after ``(at, conversation_id)`` in ``owner``'s listing, as an opaque token."""
+    raw = json.dumps(_Position(o=owner, a=at, c=conversation_id).model_dump(), separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(owner: str, cursor: str) -> tuple[str, str]:
+    """``(at, conversation_id)`` of a cursor handed to ``owner``; :class:`InvalidCursorError` otherwise."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        position = _Position.model_validate_json(raw)
+    except (binascii.Error, ValueError, ValidationError):
+        raise InvalidCursorError(cursor) from None
+    if position.o != owner:
+        raise InvalidCursorError(cursor)
+    return position.a, position.c
