@@ -29,7 +29,6 @@ from agentturn.ports.chat_model import ScriptedChatModel
 from agentturn.ports.memory import ChatMemoryProvider
 from agentturn.ports.queue import ResumeMessage
 from agentturn.ports.store import TurnStore
-from agentturn.timeline.projection import is_projected
 
 SUBMITTED_BY = "bench-user"
 
@@ -67,11 +66,10 @@ class OursCycle:
             .with_metadata("submittedBy", SUBMITTED_BY)
         )
         accepted = self.runner.submit_resume(waiting.id, command)
-        self.queue.enqueue(accepted.id, accepted.version, projected=is_projected(accepted))
+        self.queue.enqueue(accepted.id, accepted.version)
         submitted = time.perf_counter()
         message = self.take()
-        receipt = message.version if message.projected else None
-        done = self.worker.process(message.turn_id, projected_version=receipt).turn
+        done = self.worker.process(message.turn_id).turn
         assert done is not None and done.status is TurnStatus.COMPLETED, done
         finished = time.perf_counter()
         #: wall seconds of the three stretches: until the form is up, the submit, the resumed run

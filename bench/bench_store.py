@@ -59,7 +59,7 @@ from agentturn.aws.tables import TableNames, create_tables
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import TicketLedger, demo_agents
 from agentturn.engine.clock import iso
-from agentturn.timeline.projection import is_projected, stamp
+from agentturn.timeline.identity import stamp
 
 SUPPORT_DATA = {"affectedSystem": "统一登录系统", "impactScope": "ALL_USERS"}
 DYNAMODB_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
@@ -262,13 +262,12 @@ def form_cycle(target: Target, conversation_id: str) -> Turn:
         waiting.id, ResumeCommand.user_input(waiting.suspension.correlation_id, SUPPORT_DATA)
     )
     # As the submit Lambda does: the message carries the receipt that the timeline shows this version.
-    queue.enqueue(accepted.id, accepted.version, projected=is_projected(accepted))
+    queue.enqueue(accepted.id, accepted.version)
     worker_runner, _, sqs = target.lambda_process()
     received = sqs.receive_message(QueueUrl=target.queue_url, MaxNumberOfMessages=1, WaitTimeSeconds=1)["Messages"]
     message = parse_resume_message(received[0]["Body"])
     sqs.delete_message(QueueUrl=target.queue_url, ReceiptHandle=received[0]["ReceiptHandle"])
-    receipt = message.version if message.projected else None
-    done = Worker(worker_runner).process(message.turn_id, projected_version=receipt).turn
+    done = Worker(worker_runner).process(message.turn_id).turn
     assert done is not None and done.status is TurnStatus.COMPLETED, done
     return done
 

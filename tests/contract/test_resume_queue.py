@@ -86,11 +86,11 @@ def test_sqs_carries_the_compact_wire_form(sqs: SQSClient) -> None:
 
     # WHEN two turns are enqueued, one with the projection receipt
     queue.enqueue("turn-1", 3)
-    queue.enqueue("turn-2", 1, projected=True)
+    queue.enqueue("turn-2", 1, delay_seconds=0)
 
     # THEN the bodies are compact {"turnId", "version"}, the receipt only where it was given
     bodies = receive_all(sqs, queue_url, expected=2)
-    assert sorted(bodies) == ['{"turnId":"turn-1","version":3}', '{"turnId":"turn-2","version":1,"projected":true}']
+    assert sorted(bodies) == ['{"turnId":"turn-1","version":3}', '{"turnId":"turn-2","version":1}']
 
 
 @pytest.mark.integration

@@ -152,8 +152,8 @@ class FaultyQueue:
     def __init__(self, inner: ResumeQueue, plan: FaultPlan) -> None:
         self.inner, self.plan = inner, plan
 
-    def enqueue(self, turn_id: str, version: int, *, projected: bool = False, delay_seconds: int = 0) -> None:
+    def enqueue(self, turn_id: str, version: int, *, delay_seconds: int = 0) -> None:
         self.plan.call(
             "queue.enqueue",
-            lambda: self.inner.enqueue(turn_id, version, projected=projected, delay_seconds=delay_seconds),
+            lambda: self.inner.enqueue(turn_id, version, delay_seconds=delay_seconds),
         )

@@ -44,10 +44,29 @@ def _dynamodb_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     yield Backend("dynamodb", store, memory, clock)
 
 
+def _dynamodb_moto_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The same adapters on moto's DynamoDB (for the scenarios that must hold on every backend)."""
+    from tests.contract.aws_adapters import fresh_dynamodb_adapters
+
+    clock = FakeClock()
+    moto = request.getfixturevalue("moto_server")
+    store, memory = fresh_dynamodb_adapters(moto, moto, clock)
+    yield Backend("dynamodb-moto", store, memory, clock)
+
+
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Iterator[Backend]]] = {
     "memory": lambda request: _memory_backend(),
     "dynamodb": _dynamodb_backend,
 }
+
+
+@pytest.fixture(params=["memory", "dynamodb", "dynamodb-moto"])
+def every_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """Memory, DynamoDB Local and moto's DynamoDB: for the rules DESIGN says hold on every backend."""
+    if request.param == "dynamodb-moto":
+        yield from _dynamodb_moto_backend(request)
+    else:
+        yield from BACKENDS[request.param](request)
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -32,11 +32,10 @@ from agentturn import (
     Worker,
     WorkOutcome,
 )
-from agentturn.engine.conversation_lock import ended_turn
 from agentturn.ports.store import Lease
 from agentturn.state.messages import TimelineMessage
 from agentturn.testing import DelegatingTurnStore
-from agentturn.timeline.projection import is_projected, project
+from agentturn.timeline.repair import reconcile
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
     SUPPORT_DATA,
@@ -167,11 +166,11 @@ def test_a_failed_projection_is_repaired_on_the_next_save(backend: Backend) -> N
     assert backend.memory("conv").get_messages() == []
     assert EventType.PROJECTION_FAILED in [e.type for e in backend.events]
 
-    # WHEN the timeline recovers, the person answers (a save that leaves the projection to the run it hands the
-    # turn to) and the turn runs on
+    # WHEN the timeline recovers, the person answers (whose save writes what the failed projection did not)
+    # and the turn runs on
     flaky["conv"].failing = False
     runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
-    assert backend.memory("conv").get_messages() == []
+    assert [m.type for m in backend.memory("conv").get_messages()] == ["user", "ai", "agent_form", "tool"]
     done = runner.run_turn(waiting.id)
 
     # THEN every message and the card are there, the card at its latest state
@@ -181,7 +180,7 @@ def test_a_failed_projection_is_repaired_on_the_next_save(backend: Backend) -> N
     assert isinstance(card, FormMessage) and card.status is FormStatus.SUBMITTED and card.version == 2
     assert [m.message_id for m in backend.memory("conv").get_model_messages()] == [m.message_id for m in done.messages]
     # ... and projecting the stored snapshot again changes nothing
-    project(runner.restore(done.id), backend.memory("conv"))
+    reconcile(runner.restore(done.id), backend.memory("conv"))
     assert backend.memory("conv").get_messages() == timeline
 
 
@@ -266,48 +265,30 @@ class _RecordingSaves(DelegatingTurnStore):
         return self.inner.save(turn, expected_version=expected_version, lease_id=lease_id)
 
 
-def test_a_completed_turn_hands_its_conversation_on_without_a_release_or_a_read_of_it(backend: Backend) -> None:
-    # GIVEN a completed form cycle: its turn is still named in the conversation, and its answer is in the timeline
+def test_a_completed_turn_lets_go_of_its_conversation_and_the_next_start_takes_it_in_one_write(
+    backend: Backend,
+) -> None:
+    # GIVEN a completed form cycle: its turn let go of the conversation, and its answer is in the timeline
     agent = form_asking_agent()
     runner = backend.runner([agent])
     waiting = runner.run(agent, "conv", "ticket")
     done = runner.resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
     assert done.status is TurnStatus.COMPLETED
-    assert backend.memory("conv").get_active_turn() == done.id
-    assert ended_turn(backend.memory("conv").get_messages()) == done.id
+    assert backend.memory("conv").get_active_turn() is None
+    assert backend.memory("conv").get_messages()[-1].message_id == done.messages[-1].message_id
 
     # WHEN the next turn starts
     memory, store = _CountingMemory(backend.memory), _CountingLoads(backend.store)
     nxt = Runner(store=store, chat_memory=memory, agents=[agent], clock=backend.clock).run(agent, "conv", "next")
 
     # THEN it took the conversation with one conditional write, without reading the completed turn or the
-    # conversation's head, and with one read of the timeline (which its model's call used too)
+    # conversation's head, and with one read of the timeline (which its model's call used)
     assert nxt.status is TurnStatus.WAITING_FOR_USER
     assert backend.memory("conv").get_active_turn() == nxt.id
     assert memory.calls["set_active_turn"] == 1
     assert memory.calls["get_active_turn"] == 0
     assert memory.calls["get_model_messages"] == 1
     assert done.id not in store.loaded
-
-
-def test_a_reply_that_calls_no_tool_is_only_ever_saved_as_its_completed_turns_last_message(backend: Backend) -> None:
-    # GIVEN the rule a start relies on to take over from a completed turn without reading it (ended_turn), and a
-    # store that records every write: a form cycle, and a turn the model answers at once
-    store = _RecordingSaves(backend.store)
-    form_agent = form_asking_agent()
-    answering = Agent(id="plain", instructions="", chat_model=ScriptedChatModel([AiMessage(content="hello")]))
-    runner = Runner(store=store, chat_memory=backend.memory, agents=[form_agent, answering], clock=backend.clock)
-
-    # WHEN they run to their ends
-    waiting = runner.run(form_agent, "conv", "ticket")
-    runner.resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
-    runner.run(answering, "conv-2", "hi")
-
-    # THEN every write whose last message is a reply that calls no tool is that turn's COMPLETED one, and there
-    # were such writes (one per turn)
-    answered = [t for t in store.written if isinstance(t.messages[-1], AiMessage) and not t.messages[-1].tool_calls]
-    assert [t.status for t in answered] == [TurnStatus.COMPLETED, TurnStatus.COMPLETED]
-    assert all(t.messages[-1].content == t.final_output for t in answered)
 
 
 def test_the_model_context_is_read_from_the_timeline_model_visible_only(backend: Backend) -> None:
@@ -498,8 +479,8 @@ def test_an_orphaned_ready_turn_cannot_start_beside_the_active_one(backend: Back
     assert backend.store.load(active.id).status is TurnStatus.WAITING_FOR_USER
 
 
-def test_a_projection_receipt_spares_the_worker_a_second_card_write(backend: Backend) -> None:
-    # GIVEN a submitted form whose saved version its sender projected (the card is SUBMITTED in the timeline)
+def test_the_submit_writes_the_card_and_the_worker_does_not_write_it_again(backend: Backend) -> None:
+    # GIVEN a waiting form cycle, and a timeline that counts card writes
     card_writes: list[str] = []
 
     class CountingMemory(FlakyMemory):
@@ -508,42 +489,25 @@ def test_a_projection_receipt_spares_the_worker_a_second_card_write(backend: Bac
             return self.inner.update_message(message, expected_version)
 
     provider = FlakyTimeline(backend, CountingMemory)
-
     agent = form_asking_agent()
     runner = backend.runner([agent])
     runner.chat_memory = provider
     waiting = runner.run(agent, "conv", "ticket")
-    accepted = runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
-    project(accepted, provider("conv"))
-    assert is_projected(accepted)
+
+    # WHEN the person submits (the seed's rule: the card shows SUBMITTED before the submit returns)
+    runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
+    card = provider("conv").get_message(f"{waiting.id}:input:call-1")
+    assert isinstance(card, FormMessage) and card.status is FormStatus.SUBMITTED
+    assert card.submitted_values == SUPPORT_DATA
     writes_by_submit = len(card_writes)
 
-    # WHEN the worker takes the receipt that the timeline holds that version
-    done = Worker(runner).process(waiting.id, projected_version=accepted.version).turn
+    # ... and the worker runs the turn on
+    done = Worker(runner).process(waiting.id).turn
 
-    # THEN it finished without writing the card again, and the timeline is whole
+    # THEN it finished without writing the card again (the saved record says the submit wrote it)
     assert done is not None and done.status is TurnStatus.COMPLETED
     assert len(card_writes) == writes_by_submit == 1
     assert [m.type for m in backend.memory("conv").get_messages()] == ["user", "ai", "agent_form", "tool", "ai"]
-
-
-def test_a_receipt_for_another_version_is_ignored(backend: Backend) -> None:
-    # GIVEN a submitted form, and a receipt naming an older version (the sender saw an earlier snapshot)
-    agent = form_asking_agent()
-    runner = backend.runner([agent])
-    waiting = runner.run(agent, "conv", "ticket")
-    accepted = runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
-    # ... while the timeline holds the card as it was before the answer (the submit leaves it to the worker)
-    memory = backend.memory("conv")
-    stale = memory.get_message(f"{waiting.id}:input:call-1")
-    assert isinstance(stale, FormMessage) and stale.status is FormStatus.PENDING and stale.version == 1
-
-    # WHEN the worker gets the receipt for the wrong version
-    Worker(runner).process(waiting.id, projected_version=accepted.version - 1)
-
-    # THEN it verified the projection and repaired the card
-    repaired = memory.get_message(f"{waiting.id}:input:call-1")
-    assert isinstance(repaired, FormMessage) and repaired.status is FormStatus.SUBMITTED
 
 
 def test_a_read_repairs_a_card_whose_projection_was_lost(backend: Backend) -> None:
@@ -561,7 +525,7 @@ def test_a_read_repairs_a_card_whose_projection_was_lost(backend: Backend) -> No
     assert not [m for m in seen if isinstance(m, FormMessage)]
 
     # WHEN someone reads the timeline and asks for a repair of what they saw
-    repaired = runner.repair_timeline("conv", seen)
+    repaired = runner.repair_timeline("conv", seen, whole=True)
 
     # THEN the pending card (and the messages before it) are back, and a second read repairs nothing
     assert repaired

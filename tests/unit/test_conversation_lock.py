@@ -6,7 +6,6 @@ import pytest
 
 from agentturn import (
     AiMessage,
-    FormMessage,
     InMemoryChatMemory,
     InMemoryTurnStore,
     ToolCall,
@@ -15,14 +14,7 @@ from agentturn import (
     TurnStatus,
     UserMessage,
 )
-from agentturn.engine.conversation_lock import (
-    ENDED_TURN_PROBE,
-    ConversationLock,
-    ended_turn,
-    frees_by_its_end,
-    holds,
-    stored_status,
-)
+from agentturn.engine.conversation_lock import ConversationLock, holds, stored_status
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
 from agentturn.timeline.identity import stamp
 
@@ -100,82 +92,3 @@ def _completed(turn_id: str, *, tool: bool = True) -> Turn:
         turn.messages.append(stamp(turn, ToolMessage(tool_call_id="c", content="ok", tool_name="x")))
     turn.messages.append(stamp(turn, AiMessage(content=f"answer of {turn_id}")))
     return turn
-
-
-def test_the_timeline_shows_a_turns_completed_end_only_when_it_holds_that_turn_whole() -> None:
-    # GIVEN an earlier turn and the latest one, both completed, and a card of the latest
-    earlier, latest = _completed("t1", tool=False), _completed("t2")
-    card = FormMessage(
-        message_id="t2:input:c", turn_id="t2", sort_key=latest.messages[1].sort_key + ".00", action_id="c",
-        form_key="f", schema={"type": "object"},
-    )  # fmt: skip
-    whole = [*earlier.messages, *latest.messages[:2], card, *latest.messages[2:]]
-
-    # THEN the whole timeline (cards are not messages of the model) shows the latest turn ended
-    assert ended_turn(whole) == "t2"
-    # AND nothing shows it with a message of the turn missing, before the answer or at its first
-    assert ended_turn([m for m in whole if m is not latest.messages[2]]) is None
-    assert ended_turn(whole[len(earlier.messages) + 1 :]) is None
-    # AND nothing while the latest message calls a tool (the turn is still running) or is not the turn's answer
-    assert ended_turn(whole[:-1]) is None
-    assert ended_turn([*earlier.messages, *latest.messages[:1]]) is None
-    # AND nothing from a message without the identity its turn implies, or from an empty timeline
-    assert ended_turn([*whole[:-1], whole[-1].model_copy(update={"message_id": "own-id"})]) is None
-    assert ended_turn([]) is None
-
-
-def test_a_completed_turn_that_the_timeline_shows_ended_is_taken_over_in_one_write_without_reading_it() -> None:
-    # GIVEN a conversation still naming a completed turn whose whole timeline shows its end
-    store, memory = InMemoryTurnStore(), InMemoryChatMemory()
-    done = store.create(_completed("t1"))
-    memory("c1").set_active_turn("t1", expected=None)
-    memory("c1").append_all(done.messages)
-    newcomer = stored(store, "t2")
-    loads: list[str] = []
-    load = store.load
-    store.load = lambda turn_id: loads.append(turn_id) or load(turn_id)  # type: ignore[method-assign]
-
-    # WHEN a new turn takes the conversation, told which turn the timeline shows ended
-    ConversationLock(store).take(memory("c1"), newcomer, ended=ended_turn(memory("c1").get_messages()))
-
-    # THEN it holds it, and the ended turn was never read
-    assert memory("c1").get_active_turn() == "t2"
-    assert loads == []
-
-
-def test_a_running_turn_is_not_taken_over_even_when_a_stale_read_named_an_earlier_end() -> None:
-    # GIVEN a completed turn, then a running one that took the conversation over but has no message in the
-    # timeline yet (so a read still ends with the completed turn's answer)
-    store, memory = InMemoryTurnStore(), InMemoryChatMemory()
-    done = store.create(_completed("t1"))
-    memory("c1").append_all(done.messages)
-    memory("c1").set_active_turn("t1", expected=None)
-    lock = ConversationLock(store)
-    lock.take(memory("c1"), stored(store, "t2", TurnStatus.RUNNING), ended="t1")
-    newcomer = stored(store, "t3")
-
-    # WHEN a third turn tries to take it with what the timeline shows
-    assert ended_turn(memory("c1").get_messages()) == "t1"
-    with pytest.raises(ConversationBusyError):
-        lock.take(memory("c1"), newcomer, ended="t1")
-
-    # THEN the running turn keeps it
-    assert memory("c1").get_active_turn() == "t2"
-
-
-def test_a_completed_turn_longer_than_every_start_reads_shows_no_end_and_lets_go_instead() -> None:
-    # GIVEN a completed turn of more messages than a start reads at least, its timeline whole
-    turn = Turn(id="t1", conversation_id="c1", agent_id="a", agent_version="1", status=TurnStatus.COMPLETED)
-    turn.messages.append(stamp(turn, UserMessage(content="go")))
-    for n in range(ENDED_TURN_PROBE // 2):
-        call = ToolCall(id=f"c{n}", name="x", arguments={})
-        turn.messages.append(stamp(turn, AiMessage(content="", tool_calls=[call])))
-        turn.messages.append(stamp(turn, ToolMessage(tool_call_id=call.id, content="ok", tool_name="x")))
-    turn.messages.append(stamp(turn, AiMessage(content="done")))
-    assert len(turn.messages) > ENDED_TURN_PROBE
-
-    # THEN even the whole timeline shows no end (a start reading only the probe could not see it whole), and
-    # the turn is one that lets go of its conversation when it ends; a short completed one is not
-    assert ended_turn(turn.messages) is None
-    assert not frees_by_its_end(turn)
-    assert frees_by_its_end(_completed("t2"))

@@ -194,15 +194,16 @@ def submit(parts: Parts, turn_id: str) -> None:
     parts.writer.save(Run(turn=resumed, agent=None, lease=None))
 
 
-def test_an_answered_card_found_in_the_timeline_vouches_for_the_messages_before_its_call(parts: Parts) -> None:
-    # GIVEN a turn whose model asked for a form (the reply and the wait in one save, projected after it), so
-    # that its stored snapshot does not know its messages are in the timeline
+def test_a_saved_record_of_the_projection_spares_an_answer_writing_the_turns_messages_again(parts: Parts) -> None:
+    # GIVEN a turn whose model asked for a form (the reply and the wait in one save, projected after it): the
+    # stored snapshot records what that projection wrote
     ask = AiMessage(tool_calls=[ToolCall(id="call-1", name="request_user_input", arguments={"formKey": "ticket"})])
     agent = Agent("a", "x", ScriptedChatModel([ask]), tools=[UserInputTool(forms=[TICKET])])
     run = parts.new_run(agent, leased=False)
     waiting = driver(parts).continue_turn(run.turn.id, lease=None, should_yield=None, turn=None, created_here=False)
     assert waiting.status is TurnStatus.WAITING_FOR_USER
-    assert parts.store.load(waiting.id).projection.messages == 0
+    stored = parts.store.load(waiting.id)
+    assert stored.projection.messages == len(stored.messages)
     batches = record_batches(parts)
 
     # WHEN the person submits the form

@@ -40,8 +40,7 @@ from agentturn.ports.queue import carries_snapshots
 from agentturn.state.commands import ResumeCommand
 from agentturn.state.turn import Turn
 from agentturn.timeline.conversation_list import ConversationDirectory, InvalidCursorError
-from agentturn.timeline.projection import is_projected
-from agentturn.timeline.repair import as_snapshot_shows, repair
+from agentturn.timeline.repair import repair
 
 _log = logging.getLogger("agentturn.api.operations")
 
@@ -113,7 +112,7 @@ class Operations:
         if turn.status.is_runnable:
             # Out of time (or another holder has it): saved runnable, so a worker picks it up from here.
             delay = handoff_delay(turn, self.services.clock())
-            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn), delay_seconds=delay)
+            self.services.queue.enqueue(turn.id, turn.version, delay_seconds=delay)
             _log.info("turn %r handed to the worker at version %d (delay %d s)", turn.id, turn.version, delay)
             return StartedTurn(turn, handed_off=True)
         return StartedTurn(turn, handed_off=False)
@@ -160,12 +159,11 @@ class Operations:
         memory = self.services.chat_memory(key)
         messages = memory.get_messages(limit)
         # Read repair: a wait whose card never reached the timeline (its write failed after the snapshot
-        # was saved) would leave the person without a form to fill in. It reads who holds the conversation
-        # (a completed turn named there whose answer the timeline shows holds it no more): the view reports that.
-        repaired = repair(self.services.scoped_store(caller), memory, messages)
+        # was saved) would leave the person without a form to fill in. It reads who holds the conversation:
+        # the view reports that.
+        repaired = repair(self.services.scoped_store(caller), memory, messages, whole=len(messages) < limit)
         if repaired.wrote:
             messages = memory.get_messages(limit)
-        messages = as_snapshot_shows(messages, repaired.cards)
         return MessagesView(conversation_id=conversation_id, active_turn_id=repaired.holder, messages=messages)
 
     # ------------------------------------------------------------------ answers
@@ -196,12 +194,11 @@ class Operations:
         """Enqueue the answered turn, ``with_snapshot`` just saved when the queue can carry it (the worker then
         needs no claim to start: :mod:`agentturn.engine.handoff`)."""
         queue = self.services.queue
-        projected = is_projected(turn)
         if not (with_snapshot and carries_snapshots(queue)):
-            queue.enqueue(turn.id, turn.version, projected=projected)
+            queue.enqueue(turn.id, turn.version)
             return
         snapshot = pack_snapshot(turn, serializer_of(self.services.store))
-        queue.enqueue(turn.id, turn.version, projected=projected, snapshot=snapshot)
+        queue.enqueue(turn.id, turn.version, snapshot=snapshot)
 
     def cancel(self, caller: str, turn_id: str, key: str) -> CancelAccepted:
         self.telemetry.bind(turnId=turn_id)

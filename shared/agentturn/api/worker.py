@@ -118,11 +118,8 @@ class SqsWorker:
         self.telemetry.bind(turnId=message.turn_id)
         picked_up = self.services.clock()
         try:
-            receipt = message.version if message.projected else None
             snapshot = self._carried(message, record)
-            result = worker.process(
-                message.turn_id, should_yield=should_yield, projected_version=receipt, snapshot=snapshot
-            )
+            result = worker.process(message.turn_id, should_yield=should_yield, snapshot=snapshot)
         except SnapshotUnreadableError as exc:
             return self._count_unreadable(worker, exc)
         except StorageError as exc:

@@ -11,10 +11,9 @@ Items of a conversation (partition key ``conversationId``)::
     sk = "head"                            the conversation's head: activeTurnId
 
 The table has no index: what a query needs is in the key. The model's context is one Query of the ``t#``
-range (pending cards, which carry whole form schemas, are never read for it; a settled card riding in a group
-is, and left out); the timeline merges the ``t#`` and ``c#`` ranges; a card is found by id walking the ``c#``
-range from its end. (Two local indexes did this
-before, and every index write of an entry was billed as a write unit more.)
+range (cards, which carry whole form schemas, are never read for it); the timeline merges the ``t#`` and ``c#``
+ranges; a card is found by id walking the ``c#`` range from its end. (Two local indexes did this before, and
+every index write of an entry was billed as a write unit more.)
 
 ``\\x1f`` sorts below every character a sort key uses, so entries are ordered by ``(sort_key, message_id)``
 exactly as the in-memory reference orders them. Because the message id is part of the key, appending an
@@ -24,17 +23,9 @@ always has the same pair.)
 
 Requests: ``get_model_messages`` one Query, ``get_messages`` two (more only past 1 MB of results),
 ``append`` one PutItem, ``append_all`` one conditional PutItem per group of model messages (plus one per
-pending card, and one per settled card that no group takes), ``update_message`` one conditional PutItem,
-``get_active_turn`` one GetItem, ``set_active_turn`` one conditional UpdateItem; ``get_message`` a Query walking
-the cards back from the newest (and, for a card, a short one forward from it for a settled copy; a model message,
-which nothing in the runtime asks for by id, walks the model entries after that, reading the groups' bodies).
-
-Settled cards: a card answered, cancelled or expired that ``append_all`` is given is final (the port's contract),
-so it goes in the group of the first later message of its turn in the batch (the attribute ``cards`` names it
-there). The projection of a resumed turn is then one PutItem for the answered card, the tool's result and the
-model's answer together, where the card alone would be a request of its own. Its own ``c#`` item may stay at the
-pending version: readers take a card at the highest version any item holds, and a card whose settled version no
-group can take is written at its own key, raised from an older version only.
+card), ``update_message`` one conditional PutItem, ``get_active_turn`` one GetItem, ``set_active_turn`` one
+conditional UpdateItem; ``get_message`` a Query walking the cards back from the newest (a model message, which
+nothing in the runtime asks for by id, walks the model entries after that, reading the groups' bodies).
 
 Groups: a write unit is billed per started KB of each item, and the messages of one projection (a user's
 input and the model's call; a tool's result and the model's answer) are a few hundred bytes each. So
@@ -87,7 +78,6 @@ from agentturn.state.messages import (
     FormMessage,
     ModelMessage,
     TimelineMessage,
-    is_settled,
 )
 from agentturn.timeline.conversation_list import (
     ConversationListing,
@@ -125,8 +115,6 @@ _BODY_REF: Final = BODY_REF
 _VERSION: Final = "version"
 #: On a group item only: how many messages its body holds.
 _COUNT: Final = "n"
-#: On a group item only: the ids of the settled cards its body holds (a card's latest version is found by it).
-_SETTLED_CARDS: Final = "cards"
 #: The size a group may reach: one write unit.
 _GROUP_BYTES: Final = 1024
 _TYPE: Final = "type"
@@ -146,7 +134,6 @@ _NAMES: Final = {
     "#mid": _MESSAGE_ID,
     "#v": _VERSION,
     "#n": _COUNT,
-    "#cards": _SETTLED_CARDS,
     "#type": _TYPE,
     "#at": _ACTIVE_TURN,
     "#lo": _LIST_OWNER,
@@ -182,19 +169,11 @@ def _position(message: _Entry) -> str:
 
 
 def _once_in_order(messages: Sequence[M]) -> list[M]:
-    """Each message once (by id: two groups may hold it; a card at its highest version), in the timeline's
-    order."""
+    """Each message once (by id: two groups may hold it), in the timeline's order."""
     unique: dict[str, M] = {}
     for message in messages:
-        kept = unique.setdefault(message.message_id, message)
-        if _version(message) > _version(kept):
-            unique[message.message_id] = message
+        unique.setdefault(message.message_id, message)
     return sorted(unique.values(), key=_position)
-
-
-def _version(message: object) -> int:
-    """A card's version (a settled card's copy in a group and its own item may differ); 0 for a message."""
-    return message.version if isinstance(message, FormMessage | ApprovalMessage) else 0
 
 
 def _latest(messages: list[M], limit: int | None) -> list[M]:
@@ -353,9 +332,6 @@ class DynamoDBConversation:
             what=f"timeline group ending at {last.message_id!r}",
         )
         item[_COUNT] = {"N": str(len(messages))}
-        settled = [m.message_id for m in messages if not m.model_visible]
-        if settled:
-            item[_SETTLED_CARDS] = {"SS": settled}
         return item
 
     def _object_key(self, key: str, write_id: str, *, immutable: bool) -> str:
@@ -372,7 +348,7 @@ class DynamoDBConversation:
         return self._serializer.loads(text, schema)
 
     def _messages(self, item: Item) -> list[TimelineMessage]:
-        """The messages an item holds: one, or a group's (which may also hold settled cards)."""
+        """The messages an item holds: one, or a group's."""
         if _COUNT in item:
             return self._decode(item, _TIMELINE_GROUP)
         return [self._decode(item, _TIMELINE)]
@@ -422,8 +398,8 @@ class DynamoDBConversation:
         return _latest(_once_in_order([m for item in items for m in self._model_messages(item)]), limit)
 
     def _model_messages(self, item: Item) -> list[ModelMessage]:
-        """The model messages an item holds (the settled cards a group may hold left out)."""
-        return [m for m in self._messages(item) if not isinstance(m, FormMessage | ApprovalMessage)]
+        """The model messages an item holds (the ``t#`` range holds nothing else)."""
+        return cast("list[ModelMessage]", self._messages(item))
 
     def _walk(self, key_condition: str, values: Item, matching: str, *, forward: bool) -> Iterator[Item]:
         """This conversation's items within ``key_condition`` that pass the filter ``matching`` (``values`` fill
@@ -465,25 +441,7 @@ class DynamoDBConversation:
             return self._find_model_message(message_id)
         if _BODY not in item and _BODY_REF not in item:
             return None
-        card = self._decode(item, _TIMELINE)
-        copy = self._settled_copy(card)
-        return copy if copy is not None and _version(copy) > _version(card) else card
-
-    def _settled_copy(self, card: TimelineMessage) -> TimelineMessage | None:
-        """The copy of ``card`` a group holds, if it was settled by :meth:`append_all`: such a group is keyed
-        after the card (by a later message of its turn), so the walk starts at the card and is short."""
-        values: Item = {
-            ":from": {"S": _MODEL_PREFIX + _position(card)},
-            # The first key after the model range ("#" + 1 is "$"): no entry has it.
-            ":to": {"S": _MODEL_PREFIX[:-1] + "$"},
-            ":mid": {"S": card.message_id},
-        }
-        groups = self._walk("#cid = :cid AND #sk BETWEEN :from AND :to", values, "contains(#cards, :mid)", forward=True)
-        for item in groups:
-            for message in self._decode(item, _TIMELINE_GROUP):
-                if message.message_id == card.message_id:
-                    return message
-        return None
+        return self._decode(item, _TIMELINE)
 
     def _find_model_message(self, message_id: str) -> TimelineMessage | None:
         """A model message by id, walking the model range back from its end once: the item it is alone in, or
@@ -527,62 +485,24 @@ class DynamoDBConversation:
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
         for message in messages:
             _require_id(message)
-        # Model messages are immutable: they go in groups of up to 1 KB (see the module's docstring). A settled
-        # card is immutable too: it rides in the group of the first later message of its turn, which costs no
-        # request of its own. Other cards change after they are appended: they go one by one, only if absent.
+        # Model messages are immutable: they go in groups of up to 1 KB (see the module's docstring). Cards
+        # change after they are appended: they go one by one, only if absent.
         immutable: dict[str, TimelineMessage] = {}
-        settled: list[CardMessage] = []
         cards: list[TimelineMessage] = []
         for message in messages:
             if message.model_visible:
                 # The first occurrence of a key wins, as in the reference.
                 immutable.setdefault(entry_key(message), message)
-            elif isinstance(message, FormMessage | ApprovalMessage) and is_settled(message):
-                settled.append(message)
             else:
                 cards.append(message)
         # In timeline order: a group is keyed by its last message, which must be its latest (see _groups).
-        groups = self._groups(sorted(immutable.values(), key=_position))
-        alone = self._pack(groups, settled)
-        for group, item in groups:
+        for group, item in self._groups(sorted(immutable.values(), key=_position)):
             if item is None:
                 self.append(group[0])
             else:
                 self._put_group(item)
         for card in cards:
             self.append(card)
-        for card in alone:
-            self._settle_card(card)
-
-    def _pack(
-        self, groups: list[tuple[list[TimelineMessage], Item | None]], settled: list[CardMessage]
-    ) -> list[CardMessage]:
-        """Put each settled card into the first group that holds a later message of its turn (in place, the
-        group's item made again: it may pass 1 KB, a write unit more and still no request more); the cards no
-        group could take."""
-        alone: list[CardMessage] = []
-        for card in sorted(settled, key=_position):
-            index = next(
-                (
-                    i
-                    for i, (group, _) in enumerate(groups)
-                    if group[-1].turn_id == card.turn_id and _position(group[-1]) > _position(card)
-                ),
-                None,
-            )
-            if index is None:
-                alone.append(card)
-                continue
-            group = sorted([*groups[index][0], card], key=_position)
-            groups[index] = (group, self._group_item(group))
-        return alone
-
-    def _settle_card(self, card: CardMessage) -> None:
-        """Write a settled card at its own key: appended if absent, else raised from an older version."""
-        item = self._item(card)
-        condition = "attribute_not_exists(#sk) OR (#mid = :mid AND #type = :type AND #v < :v)"
-        values: Item = {":mid": {"S": card.message_id}, ":type": {"S": card.type}, ":v": {"N": str(card.version)}}
-        self._put(item, condition, values)
 
     def _groups(self, messages: list[TimelineMessage]) -> list[tuple[list[TimelineMessage], Item | None]]:
         """``messages`` (in timeline order) cut into runs of one turn whose group item is at most 1 KB (a message

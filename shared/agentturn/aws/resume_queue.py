@@ -1,8 +1,8 @@
 """SqsResumeQueue: the ResumeQueue port on SQS, and the parser the worker Lambda applies to each record.
 
 The message body is ``ResumeMessage.to_wire()`` as compact JSON: ``{"turnId": "...", "version": 3}``, plus
-``"projected": true`` and ``"snapshot"`` (the packed snapshot, :mod:`agentturn.engine.handoff`) when the
-sender has them.
+``"snapshot"`` (the packed snapshot,
+:mod:`agentturn.engine.handoff`) when the sender has it.
 SQS delivers at least once; the worker makes duplicates harmless (a claim on a turn that is no longer
 runnable, or leased, is a no-op; a copy of a message carrying the snapshot has its save refused by the version
 condition), so nothing here tries to deduplicate beyond what a FIFO queue offers.
@@ -91,12 +91,11 @@ class SqsResumeQueue:
         turn_id: str,
         version: int,
         *,
-        projected: bool = False,
         delay_seconds: int = 0,
         snapshot: str | None = None,
     ) -> None:
-        message = ResumeMessage(turn_id=turn_id, version=version, projected=projected, snapshot=snapshot)
-        # Defaults left out: a message without a receipt is the plain {"turnId", "version"}.
+        message = ResumeMessage(turn_id=turn_id, version=version, snapshot=snapshot)
+        # Defaults left out: a message without a snapshot is the plain {"turnId", "version"}.
         body = message.model_dump_json(by_alias=True, exclude_defaults=True)
         kwargs: dict[str, Any] = {}
         delay = min(900, max(self.delay_seconds, delay_seconds))

@@ -1,25 +1,19 @@
 """A conversation runs one turn at a time: taking and checking its active turn.
 
-A COMPLETED turn (of up to :data:`ENDED_TURN_PROBE` messages) stays named in its conversation: its timeline shows
-that it ended (:func:`ended_turn`), and the next start, which reads that timeline for its model anyway, takes over
-from it in one conditional write. Any other end lets go (``set_active_turn(None, expected=turn_id)``, a write only
-the turn named there can make); a turn that ended without either is found ended by the next start, which takes
-over after making its timeline whole.
+A turn takes its conversation when it is made (``set_active_turn(turn_id, expected=None)``) and lets go at its
+end (``set_active_turn(None, expected=turn_id)``, a write only the turn named there can make), once its timeline
+is whole. A turn that ended without letting go (a crash between its last save and the release) is found ended
+by the next start, which makes its timeline whole and takes over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
-
 from agentturn.errors import ConversationBusyError, SnapshotUnreadableError, TurnNotFoundError
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.store import TurnStore
-from agentturn.state.messages import AiMessage, ModelMessage, TimelineMessage
 from agentturn.state.turn import Turn, TurnStatus
 from agentturn.timeline.conversation_list import ConversationListing, listing_for
-from agentturn.timeline.identity import message_index
-from agentturn.timeline.projection import project
+from agentturn.timeline.repair import reconcile
 
 
 def stored_status(error: SnapshotUnreadableError) -> TurnStatus | None:
@@ -28,43 +22,6 @@ def stored_status(error: SnapshotUnreadableError) -> TurnStatus | None:
         return TurnStatus(error.status) if error.status is not None else None
     except ValueError:
         return None
-
-
-#: The fewest latest messages a start reads, whatever its agent's context window, so that a completed turn of
-#: up to this many messages shows its end whole (:func:`ended_turn`). A longer one lets go of its conversation
-#: at its end, as other endings do (:func:`frees_by_its_end`).
-ENDED_TURN_PROBE: Final = 16
-
-
-def frees_by_its_end(turn: Turn) -> bool:
-    """Whether ``turn``, ended, leaves its conversation free by what its timeline shows rather than by a release:
-    COMPLETED, and short enough that every start reads it whole."""
-    return turn.status is TurnStatus.COMPLETED and len(turn.messages) <= ENDED_TURN_PROBE
-
-
-def ended_turn(timeline: Sequence[TimelineMessage | ModelMessage]) -> str | None:
-    """The id of the turn whose COMPLETED end ``timeline`` (a conversation's latest entries, oldest first)
-    shows; ``None`` when it shows none.
-
-    It shows one when its latest model-visible messages are all of one turn's messages, from its first (the
-    input) to a reply that calls no tool. Such a reply is always the last message of its turn and is saved only
-    with the turn COMPLETED; the timeline holds only saved messages; and a completed turn's answer is written
-    after its cards are whole (:func:`~agentturn.timeline.projection.project`). A gap (a message of the batch still
-    unwritten), a window that does not reach the turn's first message, or a message without its implied
-    identity shows nothing: whoever asks then reads the turn itself.
-    """
-    model = [message for message in timeline if message.model_visible]
-    last = model[-1] if model else None
-    if not isinstance(last, AiMessage) or last.tool_calls or last.turn_id is None:
-        return None
-    index = message_index(last)
-    if index is None or len(model) <= index or index >= ENDED_TURN_PROBE:
-        # A longer turn let go at its end (frees_by_its_end): the conversation's head says whether it did.
-        return None
-    own = model[-(index + 1) :]
-    if [message_index(m) if m.turn_id == last.turn_id else None for m in own] != list(range(index + 1)):
-        return None
-    return last.turn_id
 
 
 def _take(memory: ChatMemory, turn_id: str, expected: str | None, listing: ConversationListing | None) -> bool:
@@ -79,19 +36,18 @@ class ConversationLock:
     def __init__(self, store: TurnStore) -> None:
         self._store = store
 
-    def take(self, memory: ChatMemory, turn: Turn, *, ended: str | None = None) -> bool:
+    def take(self, memory: ChatMemory, turn: Turn) -> bool:
         """Make ``turn`` the conversation's active turn, or remove it and raise ConversationBusyError; ``True``
-        when the conversation was as the caller read it (the first write took it), ``False`` when the turn
-        took it over from another turn found named there (whose timeline may then have been made whole).
+        when the conversation was free (the first write took it), ``False`` when the turn took it over from an
+        ended turn still named there (whose timeline was made whole first).
 
-        Optimistic: the common case costs one conditional write, expecting either no turn or ``ended``, the turn
-        whose completed end the conversation's timeline shows (:func:`ended_turn`; the caller read it). The turn
-        exists before it takes the conversation, so whoever finds it named there can load it; one that crashes
-        in between is refused by the worker (:func:`holds`).
+        Optimistic: the common case costs one conditional write, expecting no turn. The turn exists before it
+        takes the conversation, so whoever finds it named there can load it; one that crashes in between is
+        refused by the worker (:func:`holds`).
         """
         # The conversations list is written by this same take (it costs no request of its own).
         listing = listing_for(turn)
-        if _take(memory, turn.id, ended, listing):
+        if _take(memory, turn.id, None, listing):
             return True
         previous = memory.get_active_turn()
         if previous is None:
@@ -116,7 +72,7 @@ class ConversationLock:
             return status is not None and status.is_terminal
         if not previous.status.is_terminal:
             return False
-        project(previous, memory)
+        reconcile(previous, memory)
         return True
 
 

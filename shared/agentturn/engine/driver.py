@@ -17,7 +17,6 @@ from agentturn.ports.memory import ChatMemory
 from agentturn.ports.store import Lease, TurnStore
 from agentturn.state.messages import ModelMessage
 from agentturn.state.turn import Turn, TurnPhase, TurnStatus
-from agentturn.timeline.projection import mark_projected, messages_projected
 
 
 class TurnDriver:
@@ -49,7 +48,6 @@ class TurnDriver:
         should_yield: YieldProbe | None,
         turn: Turn | None,
         created_here: bool,
-        projected_version: int | None = None,
         history: list[ModelMessage] | None = None,
         defer_claim: bool = False,
     ) -> Turn:
@@ -65,8 +63,6 @@ class TurnDriver:
             if not current.status.is_runnable or not current.is_due(self._clock()):
                 self._let_go(lease)
                 return current
-            if projected_version is not None and projected_version == current.version:
-                mark_projected(current)
             agent = self._agents.agent_for(current)
         except UnknownAgentError as exc:
             # Not deployed here (yet, during a rollout; or any more): try again later, a bounded number of
@@ -121,16 +117,6 @@ class TurnDriver:
             self._end(run)
 
     def _step_while_runnable(self, run: Run) -> Turn:
-        turn = run.turn
-        if (
-            run.history is None
-            and not messages_projected(turn)
-            and not turn.cancel_requested
-            and turn.is_due(self._clock())
-        ):
-            # The read the model's context needs anyway, made before the first save: what it shows of the
-            # turn's messages spares that save's projection appending them again (ModelStep.read_history).
-            self._model_step.read_history(run)
         while run.turn.status.is_runnable:
             if run.turn.cancel_requested:
                 self._writer.finish(run, TurnStatus.CANCELLED)

@@ -19,7 +19,6 @@ from agentturn.ports.memory import ChatMemory
 from agentturn.state.messages import AiMessage, ModelMessage, UserMessage
 from agentturn.state.turn import Turn, TurnPhase, TurnStatus
 from agentturn.timeline.identity import stamp
-from agentturn.timeline.projection import confirm_shown, messages_projected
 
 _log = logging.getLogger("agentturn.engine.runner")
 
@@ -113,21 +112,15 @@ class ModelStep:
         return [*(run.history or []), *run.turn.messages]
 
     def read_history(self, run: Run) -> None:
-        """Set ``run.history`` (read once), and take what the read shows of the turn's own messages as a
-        receipt that the timeline holds them (:func:`~agentturn.timeline.projection.confirm_shown`): the turn holds its
-        conversation, so its messages are the latest there, and the read that serves the model also spares the
-        run's next projection appending them again. A turn whose history is known empty reads only when the
-        timeline is not known to hold its messages, as a receipt (a read bills less than a write)."""
+        """Set ``run.history``: the agent's window of the conversation before this turn (read once per run)."""
         turn = run.turn
         window = agent_of(run, self._agents).policy.context_window
         memory = self._memory(turn.conversation_id)
-        wanted = window if window > 0 and not turn.history_empty else 0
-        if memory is None or (not wanted and messages_projected(turn)):
+        if memory is None or window <= 0:
             run.history = []
             return
-        fetched = memory.get_model_messages(wanted + len(turn.messages))
-        confirm_shown(turn, fetched)
-        run.history = context_history(fetched, turn.id, wanted)
+        fetched = memory.get_model_messages(window + len(turn.messages))
+        run.history = context_history(fetched, turn.id, window)
 
     def _failed(self, run: Run, exc: Exception) -> None:
         """A retryable model error (throttled, 5xx, timeout, connection) keeps the turn runnable with a

@@ -20,7 +20,7 @@ from agentturn.agents.registry import AgentRegistry, AgentResolver
 from agentturn.engine.call_ids import unique_call_ids
 from agentturn.engine.clock import Clock, Waiter, iso, real_wait
 from agentturn.engine.conflicts import retry_on_conflict
-from agentturn.engine.conversation_lock import ENDED_TURN_PROBE, ConversationLock, ended_turn
+from agentturn.engine.conversation_lock import ConversationLock
 from agentturn.engine.driver import TurnDriver
 from agentturn.engine.events import EventType, Listener
 from agentturn.engine.idempotency import is_replay, remember_request
@@ -40,9 +40,9 @@ from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
 from agentturn.ports.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import ModelMessage, TimelineMessage, UserMessage, form_message_id
-from agentturn.state.turn import Suspension, Turn
+from agentturn.state.turn import ProjectionMark, Suspension, Turn
 from agentturn.timeline.identity import stamp
-from agentturn.timeline.repair import repair_timeline
+from agentturn.timeline.repair import reconcile, repair_timeline
 
 __all__ = ["AgentResolver", "Runner", "UnreadableAttempt", "YieldProbe"]
 
@@ -153,7 +153,6 @@ class Runner:
         lease: Lease | None = None,
         should_yield: YieldProbe | None = None,
         turn: Turn | None = None,
-        projected_version: int | None = None,
         defer_claim: bool = False,
     ) -> Turn:
         """Continue a runnable turn until blocked, terminal, or ``should_yield()`` says stop.
@@ -161,7 +160,6 @@ class Runner:
         With ``lease`` (a worker's claim) the run writes under it; without, the runner claims one itself.
         A turn that is not runnable, or whose lease another holder has, is returned as stored. ``turn`` is
         the caller's fresh copy, to save a read (a stale one only costs a refused write, never a wrong one).
-        ``projected_version`` is a receipt (from the resume message) that the timeline held that version.
         ``defer_claim`` (with ``turn``, the snapshot a resume message carried): run unclaimed until a tool is
         about to run (:mod:`agentturn.engine.handoff`).
         """
@@ -173,7 +171,6 @@ class Runner:
             should_yield=should_yield,
             turn=turn,
             created_here=False,
-            projected_version=projected_version,
             defer_claim=defer_claim,
         )
 
@@ -228,6 +225,10 @@ class Runner:
             turn = self.store.load(turn_id)
             replayed = is_replay(turn, command)
             if replayed:
+                # The first attempt may have died between its save and its card write: the card shows it now.
+                memory = self._memory(turn.conversation_id)
+                if memory is not None:
+                    reconcile(turn, memory)
                 return turn
             resumed = apply_resume(turn, command, self.clock())
             waited = turn.suspension_for(command.action_id)
@@ -236,8 +237,10 @@ class Runner:
                 redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
             remember_request(resumed, command, iso(self.clock()))
             # A lost write is decided again on what is stored now, so the loser of two submits (or of a
-            # submit and a cancel) gets "not pending" rather than a bare conflict.
-            saved = self._writer.write(resumed, lease=None)
+            # submit and a cancel) gets "not pending" rather than a bare conflict. The seed's rule: the card
+            # shows the answer before this returns (a failure of that write raises; the caller's retry, a
+            # replay, writes it).
+            saved = self._writer.write_and_project(resumed, lease=None, strict=True)
             pending = [s.correlation_id for s in saved.suspensions]
             self._events.emit(
                 saved, EventType.INPUT_SUBMITTED, actionId=command.action_id, kind=command.kind.value, pending=pending
@@ -245,10 +248,6 @@ class Runner:
             if saved.status.is_runnable:
                 # Once per wait: the answer that left nothing to wait for (or, by policy, something to run).
                 self._events.emit(saved, EventType.TURN_RESUMED, actionId=command.action_id, kind=command.kind.value)
-            if not saved.status.is_runnable:
-                # A runnable turn's answered cards ride with the messages of its next run (projection._riding),
-                # at no write of their own; until then readers are shown the snapshot's (as_snapshot_shows).
-                self._writer.project(saved)
             return saved
 
         # Answers to different cards of one turn race: each round re-reads and applies its answer to what is
@@ -312,16 +311,21 @@ class Runner:
                 runnable.append(turn)
         return runnable
 
-    def repair_timeline(self, conversation_id: str, visible: Iterable[TimelineMessage] = ()) -> bool:
+    def repair_timeline(
+        self, conversation_id: str, visible: Iterable[TimelineMessage] | None = None, *, whole: bool = False
+    ) -> bool:
         """Make the conversation's timeline whole again if the projection of its active turn was lost.
 
-        ``visible`` is what the caller just read of the timeline. Only a turn whose pending card is missing
-        from it, or a finished turn still holding the conversation whose end ``visible`` does not show (its
-        last projection failed), is re-projected — so a healthy timeline costs at most one read of the
-        snapshot, no write. Returns whether it wrote anything.
+        ``visible`` is what the caller just read of the timeline: its latest entries, oldest first (all of them
+        when ``whole``; nothing given: the timeline is read here). What the active turn's snapshot holds and
+        ``visible`` would show but does not is written; a healthy timeline costs one read of the snapshot, no
+        write. Returns whether it wrote anything.
         """
         memory = self._memory(conversation_id)
-        return memory is not None and repair_timeline(self.store, memory, visible)
+        if memory is None:
+            return False
+        shown = list(visible) if visible is not None else memory.get_messages()
+        return repair_timeline(self.store, memory, shown, whole=whole or visible is None)
 
     def restore(self, turn_id: str) -> Turn:
         """The stored turn, read-only."""
@@ -347,10 +351,9 @@ class Runner:
             raise ValueError("conversation_id must be non-empty")
         memory = self._memory(conversation_id)
         window = agent.policy.context_window
-        # One read serves the model's first call and tells the take whether the turn still named in the
-        # conversation has ended (then taking it over is one conditional write, and that turn wrote no release
-        # at its end). Read before anything is written: a start that fails on it leaves nothing behind.
-        fetched = memory.get_model_messages(max(window, ENDED_TURN_PROBE)) if memory is not None else None
+        # The model's first call needs the conversation's history (a start handed to a worker does not: the
+        # worker reads it). Read before anything is written: a start that fails on it leaves nothing behind.
+        fetched = memory.get_model_messages(window) if memory is not None and hold and window > 0 else []
         now = self.clock()
         turn = Turn(
             id=uuid.uuid4().hex,
@@ -367,15 +370,14 @@ class Runner:
         lease = Lease(turn.id, self.worker_id, new_lease_id(), now + self.lease_seconds) if hold else None
         turn = self.store.create(turn, lease=lease)
         history: list[ModelMessage] | None = None
-        if memory is not None and fetched is not None:
-            as_read = self._conversations.take(memory, turn, ended=ended_turn(fetched))
+        if memory is not None:
+            if not self._conversations.take(memory, turn) and hold and window > 0:
+                # Taken over from an ended turn whose timeline the take made whole: read what it wrote.
+                fetched = memory.get_model_messages(window)
             # Only a held turn runs on here; a worker reads the history for one handed to it.
             history = context_history(fetched, turn.id, window) if hold else None
-            # Nothing before this turn, and nobody wrote since the read (the take expected what it showed): its
-            # later runs skip the read. Stored by the turn's next save; a turn that never gets one reads it.
-            turn.history_empty = as_read and not fetched
         self._events.emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version, status=turn.status.value)
         self._events.emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
         if not hold:
-            self._writer.project(turn)
+            self._writer.project(turn, since=ProjectionMark())
         return turn, lease, history

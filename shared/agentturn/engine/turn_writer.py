@@ -7,18 +7,17 @@ from collections.abc import Callable
 
 from agentturn.agents.registry import AgentRegistry
 from agentturn.engine.clock import Clock, iso
-from agentturn.engine.conversation_lock import frees_by_its_end
 from agentturn.engine.events import EventType
 from agentturn.engine.resume import cancel_cards
 from agentturn.engine.retry import RetryPolicy
 from agentturn.engine.sequencer import EventSequencer
 from agentturn.engine.turn_run import LeaseGone, Run, policy_of
-from agentturn.errors import LeaseLostError, VersionConflictError
+from agentturn.errors import LeaseLostError, StorageError, VersionConflictError
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.store import Lease, TurnStore
 from agentturn.state.messages import ApprovalMessage, FormMessage
-from agentturn.state.turn import RetryState, Turn, TurnErrorInfo, TurnPhase, TurnStatus
-from agentturn.timeline.projection import cards_projected, is_projected, project
+from agentturn.state.turn import ProjectionMark, RetryState, Turn, TurnErrorInfo, TurnPhase, TurnStatus
+from agentturn.timeline.projection import changes_cards, full_mark, project, record
 
 _log = logging.getLogger("agentturn.engine.runner")
 
@@ -49,9 +48,9 @@ class TurnWriter:
         self._retry = retry
 
     def write(self, turn: Turn, *, lease: Lease | None) -> Turn:
-        """Save ``turn`` if it is still at its version (and ``lease`` still holds it); the saved copy."""
+        """Save ``turn`` if it is still at its version (and ``lease`` still holds it); the saved copy. The
+        caller projects it (:meth:`project`)."""
         turn.updated_at = iso(self._clock())
-        forget_projected_values(turn)
         self._events.reserve(turn)
         saved = self._store.save(
             turn, expected_version=turn.version, lease_id=lease.lease_id if lease is not None else None
@@ -59,17 +58,24 @@ class TurnWriter:
         self._events.emit(saved, EventType.SNAPSHOT_SAVED, version=saved.version, status=saved.status.value)
         return saved
 
+    def write_and_project(self, turn: Turn, *, lease: Lease | None, strict: bool = False) -> Turn:
+        """:meth:`write` with the record of its projection, then the projection (see :meth:`project`)."""
+        forget_projected_values(turn)
+        since = record(turn)
+        saved = self.write(turn, lease=lease)
+        self.project(saved, since=since, strict=strict)
+        return saved
+
     def save(self, run: Run, *, project_later: bool = False) -> None:
         """Write the run's turn under its lease, then project it; ``LeaseGone`` if the lease was lost.
 
-        ``project_later``: a save between two steps of a turn that stays runnable here leaves its projection
-        to the run's next save (or to :meth:`settle_projection` when the run stops first), so that the new
-        messages of several steps reach the timeline in one batch. Not while a card is not known to be in the
-        timeline at its version: the snapshot forgets a card's submitted values only on the save after that
-        (:func:`forget_projected_values`), and a terminal save is the last. The snapshot is the truth and its
-        projection mark records only what the timeline is known to hold, so a crash before that next save
-        leaves the messages to whoever saves the turn next (invariant 1).
+        ``project_later``: a save between two steps of a turn that stays runnable here, and that changes no card,
+        leaves its projection to the run's next save (or to :meth:`settle_projection` when the run stops first),
+        so that the new messages of several steps reach the timeline in one batch.
         """
+        forget_projected_values(run.turn)
+        later = project_later and run.turn.status.is_runnable and not changes_cards(run.turn)
+        since = run.turn.projection if later else record(run.turn)
         try:
             run.turn = self.write(run.turn, lease=run.lease)
             run.unsaved = False
@@ -78,33 +84,53 @@ class TurnWriter:
             raise LeaseGone from exc
         if not run.turn.status.is_runnable:
             run.lease = None  # the store ended the lease with this write
-        if project_later and run.turn.status.is_runnable and cards_projected(run.turn):
+        if later:
             run.projection_owed = True
             return
         run.projection_owed = False
-        self.project(run.turn)
+        if not self.project(run.turn, since=since) and not run.turn.status.is_runnable:
+            run.turn = self._save_record(run.turn)
+
+    def _save_record(self, turn: Turn) -> Turn:
+        """Save a blocked or ended turn again with the record its failed projection left (see :meth:`project`):
+        no later save of this process would carry it, and the next writer (a submit, a start taking over) then
+        writes what is missing. Only on a failure; a refusal leaves the repair to the next read."""
+        try:
+            return self.write(turn, lease=None)
+        except (VersionConflictError, StorageError) as exc:
+            _log.warning("turn %r: the record of its failed projection was not saved: %s", turn.id, exc)
+            return turn
 
     def settle_projection(self, run: Run) -> None:
-        """Project what the run's last save left to a next save that did not come (the run stopped)."""
+        """Project what the run's last save left to a next save that did not come (the run stopped). Its record
+        was not saved: the turn's next save writes these messages again (an append of what is there is a no-op)."""
         if run.projection_owed:
             run.projection_owed = False
-            self.project(run.turn)
+            self.project(run.turn, since=run.turn.projection)
 
-    def project(self, turn: Turn) -> None:
+    def project(self, turn: Turn, *, since: ProjectionMark, strict: bool = False) -> bool:
+        """Write what ``turn`` holds beyond the record ``since``; whether the timeline now holds all of it.
+
+        A failure leaves the saved record ahead of the timeline: ``turn`` (this process's copy) gets ``since``
+        back, so that its next save writes the difference again; without one, a read of the timeline repairs it.
+        ``strict``: raise the failure instead (a decision must not return before its card shows it).
+        """
         memory = self._memory(turn.conversation_id)
         if memory is None:
-            return
+            return True
         try:
-            project(turn, memory)
+            project(turn, memory, since=since)
         except Exception as exc:
-            # The snapshot is already safe; the next save re-projects what this one could not.
+            turn.projection = since
+            if strict:
+                raise
             _log.warning("projection of turn %r failed: %s", turn.id, exc)
             self._events.emit(turn, EventType.PROJECTION_FAILED, error=f"{type(exc).__name__}: {exc}")
+            return False
+        return True
 
     def finish(self, run: Run, status: TurnStatus, error_type: str | None = None, message: str = "") -> None:
-        """End the turn with ``status``: cards cancelled, form data dropped, conversation let go (a COMPLETED
-        turn's timeline shows that it ended, which frees its conversation without a write of its own:
-        :func:`~agentturn.engine.conversation_lock.frees_by_its_end`)."""
+        """End the turn with ``status``: cards cancelled, form data dropped, conversation let go."""
         turn = run.turn
         turn.status = status
         turn.phase = TurnPhase.FINISHED
@@ -118,7 +144,7 @@ class TurnWriter:
         turn.retain_until = self._clock() + retention if retention is not None else None
         self.save(run)
         memory = self._memory(turn.conversation_id)
-        if memory is not None and not frees_by_its_end(run.turn) and is_projected(run.turn):
+        if memory is not None and not run.projection_owed and run.turn.projection == full_mark(run.turn):
             # Let go of the conversation only once its timeline is whole: a turn still named there is
             # repaired by whoever comes next (the next turn's start, or a read of the timeline).
             memory.set_active_turn(None, expected=turn.id)
@@ -162,12 +188,15 @@ class TurnWriter:
 
 
 def forget_projected_values(turn: Turn) -> None:
-    """Invariant 8 for the snapshot's copy of answered cards: once the timeline is known to hold a final
-    card at its version, the snapshot keeps no copy of the values (a repair never rewrites that version)."""
+    """Invariant 8 for the snapshot's copy of answered cards: once the record says that the timeline holds a
+    final card at its version (the answer's own save wrote it there before it returned), the snapshot keeps no
+    copy of the values. A card whose tool still holds the data keeps them until that tool completes."""
     kept: list[FormMessage | ApprovalMessage] = []
     for card in turn.cards:
-        confirmed = turn.projection.cards.get(card.message_id) == card.version
-        if isinstance(card, FormMessage) and card.status != "PENDING" and confirmed and card.submitted_values:
+        recorded = turn.projection.cards.get(card.message_id) == card.version
+        state = turn.tool_states.get(card.action_id)
+        done = state is None or state.submitted_form_data is None
+        if isinstance(card, FormMessage) and card.status != "PENDING" and recorded and done and card.submitted_values:
             kept.append(card.model_copy(update={"submitted_values": None}))
         else:
             kept.append(card)

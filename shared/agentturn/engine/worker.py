@@ -46,7 +46,6 @@ class Worker:
         turn_id: str,
         *,
         should_yield: YieldProbe | None = None,
-        projected_version: int | None = None,
         snapshot: Turn | None = None,
     ) -> WorkResult:
         """Claim → run until blocked/terminal/yield → release. Duplicates and held leases are no-ops.
@@ -65,7 +64,6 @@ class Worker:
                     turn_id,
                     should_yield=should_yield,
                     turn=snapshot,
-                    projected_version=projected_version,
                     defer_claim=True,
                 )
             except HandoffLostError:
@@ -80,9 +78,7 @@ class Worker:
         if claimed is not None and not claimed.is_due(self.runner.clock()):
             store.release(lease)
             return WorkResult(WorkOutcome.NOT_DUE, claimed)
-        turn = self.runner.run_turn(
-            turn_id, lease=lease, should_yield=should_yield, turn=claimed, projected_version=projected_version
-        )
+        turn = self.runner.run_turn(turn_id, lease=lease, should_yield=should_yield, turn=claimed)
         return WorkResult(WorkOutcome.ADVANCED, turn)
 
     def _not_taken(self, turn_id: str) -> WorkResult:

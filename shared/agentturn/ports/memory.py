@@ -16,7 +16,6 @@ from agentturn.state.messages import (
     FormMessage,
     ModelMessage,
     TimelineMessage,
-    is_settled,
 )
 from agentturn.timeline.conversation_list import (
     ConversationListing,
@@ -51,28 +50,17 @@ class ChatMemory(Protocol):
         ...
 
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
-        """Idempotent batch append, in order (an entry is stored only once those before it in the batch are):
-        entries already present are left as they are, except a settled card
-        (:func:`~agentturn.state.messages.is_settled`),
-        which raises an older version of itself to its own. Readers see a card at the highest version stored.
-
-        A settled card passed here is final: the caller never changes it again (the projection passes one only then,
-        and not one whose values were redacted), so an adapter may store it inside the items of the model messages
-        after it in the same batch (the DynamoDB adapter packs it into their group: no write of its own), and an
-        older version of it may stay where it was.
-        """
+        """Idempotent batch append, in order (an entry is stored only once those before it in the batch are);
+        entries already present are left as they are."""
         ...
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
-        """Replace a card if the stored one is at ``expected_version`` (compare-and-set). A card that
-        :meth:`append_all` settled is final: moving it on from that version is not asked for, and may be refused."""
+        """Replace a card if the stored one is at ``expected_version`` (compare-and-set); ``False`` (and nothing
+        changed) otherwise. A write whose answer was lost and that was sent again counts as done."""
         ...
 
     def get_active_turn(self) -> str | None:
-        """The id of the turn that took the conversation last and has not let go of it, if any. It holds the
-        conversation, unless it COMPLETED and the timeline shows its end: such a turn writes no release
-        (:func:`agentturn.engine.conversation_lock.ended_turn`,
-        :func:`~agentturn.engine.conversation_lock.frees_by_its_end`)."""
+        """The id of the turn that took the conversation last and has not let go of it, if any."""
         ...
 
     def set_active_turn(
@@ -182,16 +170,7 @@ class _Conversation:
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
         with self._lock:
             for message in messages:
-                if not self._insert(message) and isinstance(message, FormMessage | ApprovalMessage):
-                    self._raise(message)
-
-    def _raise(self, card: CardMessage) -> None:
-        """A settled card replaces an older version of itself (kept where it was stored)."""
-        stored = self._cards.get(card.message_id)
-        if is_settled(card) and stored is not None and stored[0] == card.type and stored[1] < card.version:
-            kept = card.model_copy(update={"sort_key": self._sort_keys[card.message_id]})
-            self._bodies[card.message_id] = self._serializer.dumps(kept)
-            self._cards[card.message_id] = (card.type, card.version)
+                self._insert(message)
 
     def update_message(self, message: CardMessage, expected_version: int) -> bool:
         with self._lock:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Protocol, TypeGuard, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from agentturn.engine.handoff import MAX_SNAPSHOT_CHARS
 from agentturn.state.wire import WireModel
@@ -15,12 +15,18 @@ from agentturn.state.wire import WireModel
 class ResumeMessage(WireModel):
     turn_id: str = Field(min_length=1, max_length=128)
     version: int = Field(ge=0)
-    #: The sender saw the timeline hold all of snapshot ``version``: a worker that finds that very version
-    #: need not verify the projection again (a receipt; without it the worker checks, as after a crash).
-    projected: bool = False
     #: The snapshot the sender saved as ``version``, packed (:mod:`agentturn.engine.handoff`): the worker starts from it
     #: without a claim. Absent: the worker claims the turn and reads it.
     snapshot: str | None = Field(default=None, max_length=MAX_SNAPSHOT_CHARS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_receipt(cls, data: Any) -> Any:
+        """A message sent by an earlier release may carry ``projected``, which nothing reads any more: a deploy
+        must not dead-letter what is in flight."""
+        if isinstance(data, dict) and "projected" in data:
+            return {k: v for k, v in data.items() if k != "projected"}
+        return data
 
 
 @runtime_checkable
@@ -31,7 +37,7 @@ class ResumeQueue(Protocol):
     ``snapshot=`` on :meth:`enqueue`; senders pass it to no other queue (one written before it keeps working).
     """
 
-    def enqueue(self, turn_id: str, version: int, *, projected: bool = False, delay_seconds: int = 0) -> None:
+    def enqueue(self, turn_id: str, version: int, *, delay_seconds: int = 0) -> None:
         """Hand the turn to a worker; with ``delay_seconds``, not before that (a backoff, best effort)."""
         ...
 
@@ -46,7 +52,6 @@ class SnapshotCarryingQueue(Protocol):
         turn_id: str,
         version: int,
         *,
-        projected: bool = False,
         delay_seconds: int = 0,
         snapshot: str | None = None,
     ) -> None: ...
@@ -71,11 +76,10 @@ class InMemoryResumeQueue:
         turn_id: str,
         version: int,
         *,
-        projected: bool = False,
         delay_seconds: int = 0,
         snapshot: str | None = None,
     ) -> None:
-        message = ResumeMessage(turn_id=turn_id, version=version, projected=projected, snapshot=snapshot)
+        message = ResumeMessage(turn_id=turn_id, version=version, snapshot=snapshot)
         with self._lock:
             self._messages.append(message)
             self.delays.append(delay_seconds)

@@ -41,9 +41,6 @@ class JsonSerializer:
             # A loaded older snapshot is written back in this version's shape: no older reader may take the
             # ids it leaves out for empty ones.
             value = value.model_copy(update={"schema_version": SCHEMA_VERSION})
-        if not value.history_empty:
-            # Every byte of a snapshot is billed: a flag that is nearly always false is stored only when true.
-            exclude["history_empty"] = True
         return value.model_dump_json(by_alias=True, exclude=exclude)
 
     def loads(self, text: str, schema: TypeAdapter[T]) -> T:

@@ -215,7 +215,8 @@ class RetryState(WireModel):
 
 
 class ProjectionMark(WireModel):
-    """What the timeline is known to hold of this turn (as of before the last save)."""
+    """What the timeline holds of this turn once the projection after the save that carries this record ran
+    (:mod:`agentturn.timeline.projection`)."""
 
     messages: int = 0
     cards: dict[str, int] = Field(default_factory=dict)
@@ -268,14 +269,14 @@ class Turn(WireModel):
     retain_until: float | None = None
     #: Set while the turn waits to be tried again after a failure that may pass; cleared by a run that works.
     retry: RetryState | None = None
-    #: The conversation held no message when this turn took it, so the turn's model calls have no history to
-    #: read (no other turn writes to the conversation while this one holds it). Stored only when true.
-    history_empty: bool = False
 
     @model_validator(mode="before")
     @classmethod
     def _single_suspension(cls, data: Any) -> Any:
-        """A snapshot of schema version 1 (or a caller's ``suspension=...``) held one wait: the list's only one."""
+        """A snapshot of schema version 1 (or a caller's ``suspension=...``) held one wait: the list's only one.
+        A snapshot saved by an earlier release may say ``historyEmpty``, which nothing reads any more."""
+        if isinstance(data, dict) and "historyEmpty" in data:
+            data = {k: v for k, v in data.items() if k != "historyEmpty"}
         if isinstance(data, dict) and "suspension" in data:
             if "suspensions" in data:
                 raise ValueError("give `suspensions` or `suspension`, not both")

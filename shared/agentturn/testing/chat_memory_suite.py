@@ -120,39 +120,6 @@ class ChatMemorySuite:
         assert isinstance(stored, FormMessage)
         assert (stored.status, stored.version) == (FormStatus.SUBMITTED, 2)
 
-    def test_append_all_settles_a_card_with_the_messages_after_it(self, memory_kit: ChatMemoryKit) -> None:
-        # GIVEN a turn's input, the model's call and its pending card in the timeline
-        memory = memory_kit.memory(new_conversation_id())
-        card = form(1)
-        memory.append_all([user(0), ai(1, call="call-1"), card])
-
-        # WHEN the card, answered, is appended with the tool's result and the answer after it (one projection)
-        answered = submitted(card)
-        memory.append_all([answered, _result(2), ai(3)])
-
-        # THEN the timeline shows the card answered in its place, once, and the model still sees no card
-        assert memory.get_messages() == [user(0), ai(1, call="call-1"), answered, _result(2), ai(3)]
-        assert memory.get_messages(3) == [answered, _result(2), ai(3)]
-        assert memory.get_message(card.message_id) == answered
-        assert memory.get_model_messages() == [user(0), ai(1, call="call-1"), _result(2), ai(3)]
-
-    def test_a_settled_card_is_kept_against_older_versions_and_stale_batches(self, memory_kit: ChatMemoryKit) -> None:
-        # GIVEN a card settled with the messages after it
-        memory = memory_kit.memory(new_conversation_id())
-        card = form(1)
-        memory.append_all([user(0), ai(1, call="call-1"), card])
-        answered = submitted(card)
-        memory.append_all([answered, _result(2), ai(3)])
-
-        # WHEN stale projections append its pending version, alone and in a batch, and the later messages alone
-        assert memory.append(card) is False
-        memory.append_all([card, _result(2), ai(3)])
-        memory.append_all([_result(2), ai(3)])
-
-        # THEN the card is still the answered one, and every message is there once
-        assert memory.get_message(card.message_id) == answered
-        assert memory.get_messages() == [user(0), ai(1, call="call-1"), answered, _result(2), ai(3)]
-
     def test_append_all_stores_a_settled_card_whose_pending_version_never_arrived(
         self, memory_kit: ChatMemoryKit
     ) -> None:
@@ -169,20 +136,6 @@ class ChatMemorySuite:
         # THEN both cards are there at their versions, in their places
         assert memory.get_messages() == [user(0), ai(1, call="call-1"), answered, _result(2), other]
         assert memory.get_message(other.message_id) == other
-
-    def test_append_all_raises_a_settled_card_it_carries_alone(self, memory_kit: ChatMemoryKit) -> None:
-        # GIVEN a pending card in the timeline
-        memory = memory_kit.memory(new_conversation_id())
-        card = form(1)
-        memory.append_all([user(0), ai(1, call="call-1"), card])
-
-        # WHEN its settled version comes in a batch with no message after it
-        cancelled = card.model_copy(update={"status": FormStatus.CANCELLED, "actions": [], "version": 2})
-        memory.append_all([cancelled])
-
-        # THEN the card is raised to that version where it was
-        assert memory.get_message(card.message_id) == cancelled
-        assert memory.get_messages()[-1] == cancelled
 
     def test_append_all_handles_more_entries_than_one_batch_request(self, memory_kit: ChatMemoryKit) -> None:
         # GIVEN 60 messages (more than DynamoDB's 25 per BatchWriteItem), in shuffled order

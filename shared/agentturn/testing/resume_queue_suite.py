@@ -32,13 +32,13 @@ class ResumeQueueSuite:
 
         # WHEN two turns are enqueued, one with the projection receipt
         queue_kit.queue.enqueue("turn-1", 3)
-        queue_kit.queue.enqueue("turn-2", 1, projected=True)
+        queue_kit.queue.enqueue("turn-2", 1)
 
         # THEN a worker receives both, each exactly as enqueued
         received = sorted(queue_kit.receive(2), key=_key)
         assert received == [
             ResumeMessage(turn_id="turn-1", version=3),
-            ResumeMessage(turn_id="turn-2", version=1, projected=True),
+            ResumeMessage(turn_id="turn-2", version=1),
         ]
 
     def test_a_repeated_enqueue_of_one_version_is_delivered_as_declared(self, queue_kit: QueueKit) -> None:
@@ -69,9 +69,9 @@ class ResumeQueueSuite:
         assert packed is not None
 
         # WHEN the turn is enqueued with it
-        queue.enqueue(turn.id, 4, projected=True, snapshot=packed)
+        queue.enqueue(turn.id, 4, snapshot=packed)
 
         # THEN the worker receives it as sent, and it unpacks to the turn at the message's version
         [received] = queue_kit.receive(1)
-        assert received == ResumeMessage(turn_id=turn.id, version=4, projected=True, snapshot=packed)
+        assert received == ResumeMessage(turn_id=turn.id, version=4, snapshot=packed)
         assert unpack_snapshot(packed, turn.id, 4, JSON) == turn.model_copy(update={"version": 4})
