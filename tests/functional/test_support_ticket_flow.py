@@ -79,14 +79,13 @@ def test_support_ticket_runs_to_completion_through_run_submit_and_worker(deploym
     assert carried is not None
     assert carried.model_copy(update={"projection": stored.projection}) == stored
 
-    # ... while a reader of the conversation already sees the card answered (the snapshot is the truth), where
-    # the stored timeline still holds it as it was shown
+    # ... and the stored timeline already holds the card answered (the seed's rule: before the submit returned)
     stored_card = (
         deployment.worker_app.services.get()
         .chat_memory(stored.conversation_id)
         .get_message(f"{turn_id}:input:{action_id}")
     )
-    assert isinstance(stored_card, FormMessage) and stored_card.status is FormStatus.PENDING
+    assert isinstance(stored_card, FormMessage) and stored_card.status is FormStatus.SUBMITTED
     waiting_view = deployment.run(
         http_event("http_list_messages.json", path="/conversations/support-1/messages", query={"limit": "50"})
     ).json

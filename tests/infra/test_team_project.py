@@ -150,7 +150,7 @@ def test_every_asset_holds_the_teams_package_beside_agentturn(team_project: Team
     for title in ("Run", "Submit", "Worker", "Sweeper"):
         asset = team_project.asset(title)
         assert (asset / PACKAGE / "tools.py").read_text() == (team_project.root / PACKAGE / "tools.py").read_text()
-        assert (asset / "agentturn" / "runner.py").is_file()
+        assert (asset / "agentturn" / "engine" / "runner.py").is_file()
         # Only what runs in a Lambda: not the construct, the local server, the console or the templates.
         for absent in ("cdk", "local", "web", "templates", "functions", "testing"):
             assert not (asset / "agentturn" / absent).exists(), absent

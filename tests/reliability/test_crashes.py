@@ -36,7 +36,7 @@ from agentturn.ports.memory import ChatMemoryProvider
 from agentturn.ports.queue import InMemoryResumeQueue, ResumeMessage
 from agentturn.state.messages import ApprovalMessage, FormMessage, ToolMessage, approval_message_id, form_message_id
 from agentturn.state.turn import Suspension, SuspensionType, Turn
-from agentturn.timeline.projection import project
+from agentturn.timeline.repair import reconcile
 from tests.functional.harness import DEFAULT_SUB, HttpResponse, http_event
 from tests.reliability.faults import FaultPlan, FaultyQueue, FaultyStore, InjectedFault, faulty_memory
 from tests.reliability.figures import FIGURES, record
@@ -276,17 +276,18 @@ def _check(world: World) -> dict[str, int]:
 
     memory = world.timeline(conversation_key(DEFAULT_SUB, CONVERSATION))
     converged_before = _converged(turn, memory)
-    # Whatever crashed, the completed turn left its conversation free: the next start (no faults now) takes it,
-    # from the answer in the timeline or, when that does not show the turn whole, by reading the turn.
+    # Whatever crashed, the completed turn left its conversation free (or the next start, no faults now, finds
+    # it ended, makes its timeline whole and takes over).
     world.plan.enabled = False
     following = world.stack.run(
         http_event("http_start_turn.json", path=f"/conversations/{CONVERSATION}/turns", body=_FLOW_INPUTS[world.flow])
     )
     assert following.status in (200, 202), f"{where}: the next start was refused: {following.status} {following.body}"
     assert memory.get_active_turn() == following.json["turnId"], f"{where}: the next turn does not hold it"
-    # The snapshot is the truth: re-projecting it (what the next turn of the conversation does) repairs the rest.
-    project(world.inner.load(turn.id), memory)
-    project(world.inner.load(turn.id), memory)  # idempotent
+    # The snapshot is the truth: reconciling the timeline with it (what a read or the next start does) repairs
+    # the rest, and a second time writes nothing.
+    reconcile(world.inner.load(turn.id), memory, memory.get_messages(), whole=True)
+    assert not reconcile(world.inner.load(turn.id), memory, memory.get_messages(), whole=True), where
     problem = _divergence(turn, memory)
     assert problem is None, f"{where}: timeline does not converge to the snapshot: {problem}"
     return {

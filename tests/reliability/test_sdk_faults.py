@@ -46,7 +46,7 @@ from agentturn.demo import TicketLedger, demo_agents
 from agentturn.errors import StorageError
 from agentturn.state.messages import ApprovalMessage, FormMessage, ToolMessage
 from agentturn.state.turn import Turn
-from agentturn.timeline.projection import project
+from agentturn.timeline.repair import reconcile
 from tests.contract.aws_adapters import CLIENT_CONFIG, AwsSession, aws_session, unique
 from tests.functional.harness import FakeLambdaContext, HttpResponse, http_event, sqs_event
 from tests.reliability.figures import FIGURES, record
@@ -414,8 +414,8 @@ def _check(world: World, reference: Outcome) -> dict[str, int]:
     memory = world.timeline(conversation_key(SUB, world.conversation))
     converged = _divergence(turn, memory) is None
     if turn.status.is_terminal:
-        # Whatever failed, an ended turn left its conversation free: the next start takes it (from the answer in
-        # the timeline, or by reading the turn when the timeline does not show it whole).
+        # Whatever failed, an ended turn left its conversation free, or the next start finds it ended, makes its
+        # timeline whole and takes over.
         agent_id, text = _INPUTS[world.flow]
         path = f"/conversations/{world.conversation}/turns"
         following = world.stack.run(
@@ -423,8 +423,9 @@ def _check(world: World, reference: Outcome) -> dict[str, int]:
         )
         assert following.status == 200, f"{where}: the next start answered {following.status}: {following.body}"
         assert memory.get_active_turn() == following.json["turnId"], f"{where}: the next turn does not hold it"
-    # The snapshot is the truth: re-projecting it (what the next turn of the conversation does) repairs the rest.
-    project(world.checker.load(turn.id), memory)
+    # The snapshot is the truth: reconciling the timeline with it (what a read or the next start does) repairs
+    # the rest.
+    reconcile(world.checker.load(turn.id), memory, memory.get_messages(), whole=True)
     problem = _divergence(turn, memory)
     assert problem is None, f"{where}: the timeline does not converge to the snapshot: {problem}"
     if turn.status.is_blocked:

@@ -31,7 +31,6 @@ from agentturn.aws import tables
 from agentturn.aws.body_codec import BODY, BODY_REF
 from agentturn.aws.chat_memory import DynamoDBChatMemory
 from agentturn.state.messages import form_message_id
-from agentturn.timeline.projection import project
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import (
     SUPPORT_DATA,
@@ -267,9 +266,7 @@ def test_a_redacted_card_leaves_no_stored_copy_that_shows_the_values(backend: Ba
     runner = backend.runner([agent])
     waiting = runner.run(agent, "conv", "ticket")
     runner.submit_resume(waiting.id, ResumeCommand.user_input("call-1", SUPPORT_DATA))
-    # ... whose answered card reached the timeline with its values (a submit that left the turn waiting on
-    # another card projects at once; so does a read repair)
-    project(runner.restore(waiting.id), backend.memory("conv"))
+    # ... whose answered card reached the timeline with its values (the submit wrote it)
     assert any(c.get("submittedValues") for c in _stored_cards(backend, "conv", form_message_id(waiting.id, "call-1")))
 
     # WHEN the worker runs the turn to its end
