@@ -227,6 +227,8 @@ class Deployment:
         for key, value in names.to_env().items():
             monkeypatch.setenv(key, value)
         monkeypatch.setenv("AGENTTURN_SWEEP_IDLE_SECONDS", "0")
+        # As deployed: the submit seals the snapshot its message carries (agentturn.engine.handoff).
+        monkeypatch.setenv("AGENTTURN_HANDOFF_KEY", "test-handoff-key-" + "0" * 32)
         monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "agentturn-tests")
         self.requests = RequestLog()
         self._import_handlers()

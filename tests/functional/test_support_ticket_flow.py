@@ -70,12 +70,18 @@ def test_support_ticket_runs_to_completion_through_run_submit_and_worker(deploym
     }
     assert submitted.headers["location"] == f"/turns/{turn_id}"
     messages = deployment.receive()
-    # ... carrying the snapshot just saved (the worker starts from it without a claim), and no receipt: the
-    # submit wrote nothing to the timeline, the answered card goes there with the worker's messages
+    # ... carrying the snapshot just saved, sealed with the deployment's key (the worker starts from it without
+    # a claim)
     [body] = [json.loads(m["Body"]) for m in messages]
-    assert body == {"turnId": turn_id, "version": submitted.json["version"], "snapshot": body["snapshot"]}
-    stored = deployment.worker_app.services.get().store.load(turn_id)
-    carried = unpack_snapshot(body["snapshot"], turn_id, body["version"], JSON)
+    assert body == {
+        "turnId": turn_id,
+        "version": submitted.json["version"],
+        "snapshot": body["snapshot"],
+        "seal": body["seal"],
+    }
+    services = deployment.worker_app.services.get()
+    stored = services.store.load(turn_id)
+    carried = unpack_snapshot(body["snapshot"], body["seal"], turn_id, body["version"], JSON, services.handoff_key())
     assert carried is not None
     assert carried.model_copy(update={"projection": stored.projection}) == stored
 

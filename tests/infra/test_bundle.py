@@ -81,6 +81,7 @@ def _lambda_env(synth: Synth, function: str) -> dict[str, str]:
         # The live endpoint is https://{the API's Dns.Http}/event: the whole value stands for it here.
         synth.logical_id(synth.system.live.api): "https://example.appsync-api.us-east-1.amazonaws.com/event",
         synth.logical_id(synth.system.event_bus): "agentturn-test-notices",
+        synth.logical_id(synth.system.handoff_secret): "arn:aws:secretsmanager:us-east-1:123456789012:secret:h-AbCdEf",
     }
     variables = synth.resource(synth.system.functions[function])["Properties"]["Environment"]["Variables"]
     env = {

@@ -158,6 +158,10 @@ def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[A
     namespace = stack.resolve(system.live.namespace.node.default_child.logical_id)  # type: ignore[union-attr]
     bus = stack.resolve(system.event_bus.node.default_child.logical_id)  # type: ignore[union-attr]
     live = {f"{namespace}.ChannelNamespaceArn": {"appsync:EventPublish"}, f"{bus}.Arn": {"events:PutEvents"}}
+    # submit seals the snapshot a resume message carries and the worker checks it: the key's secret is made here.
+    handoff_key = stack.resolve(system.handoff_secret.node.default_child.logical_id)  # type: ignore[union-attr]
+    for function in ("submit", "worker"):
+        expected[function][handoff_key] = {"secretsmanager:GetSecretValue"}
     for function, wanted in expected.items():
         assert grants(template, system, function) == {**wanted, **live}, function
     retention = grants(template, system, "retention")

@@ -79,6 +79,7 @@ def _ids(synth: Synth) -> dict[str, str]:
         **{f"{name}-logs": synth.logical_id(group) for name, group in stack.log_groups.items()},
         "live-namespace": synth.logical_id(stack.live.namespace),
         "bus": synth.logical_id(stack.event_bus),
+        "handoff-key": synth.logical_id(stack.handoff_secret),
     }
 
 
@@ -117,6 +118,8 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             **_timeline(ids),
             **_blobs(ids),
             queue: {"sqs:SendMessage"},
+            # The key that seals the snapshot its message carries, and nothing else of Secrets Manager.
+            ids["handoff-key"]: {"secretsmanager:GetSecretValue"},
             ids["submit-logs"]: LOGS,
             **_live(ids),
             "*": XRAY,
@@ -126,6 +129,7 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             **_timeline(ids),
             **_blobs(ids),
             queue: {"sqs:SendMessage", *CONSUME},
+            ids["handoff-key"]: {"secretsmanager:GetSecretValue"},
             ids["worker-logs"]: LOGS,
             **_live(ids),
             "*": XRAY,

@@ -244,6 +244,7 @@ def _placeholder_env(synth: Synth, name: str) -> dict[str, str]:
         synth.logical_id(stack.queue): "https://sqs.us-east-1.amazonaws.com/123456789012/agentturn-test-resume",
         synth.logical_id(stack.live.api): "https://example.appsync-api.us-east-1.amazonaws.com/event",
         synth.logical_id(stack.event_bus): "agentturn-test-notices",
+        synth.logical_id(stack.handoff_secret): "arn:aws:secretsmanager:us-east-1:123456789012:secret:handoff-AbCdEf",
     }
     env: dict[str, str] = {}
     for key, value in _function(synth, name)["Environment"]["Variables"].items():

@@ -28,6 +28,8 @@ from tests.functional.harness import DEFAULT_SUB, HttpResponse, http_event
 from tests.support.clock import FakeClock
 
 TICKET_INPUT = "create a high priority login incident ticket"
+#: The key the kit's functions seal carried snapshots with (as a deployment's secret).
+HANDOFF_KEY = b"reliability-handoff-key-" + b"0" * 32
 VALID_TICKET = {"affectedSystem": "统一登录系统", "impactScope": "ALL_USERS"}
 
 
@@ -59,6 +61,7 @@ class Stack:
                 self.agents or demo_agents(self.ledger), default_agent=None if self.agents else "support-agent"
             ),
             clock=self.clock,
+            handoff_key=lambda: HANDOFF_KEY,
         )
         self.run_api = HttpApi(RUN_LAMBDA_GROUPS, services=self.services)
         self.submit_api = HttpApi(SUBMIT_LAMBDA_GROUPS, services=self.services)
@@ -110,7 +113,9 @@ class Stack:
         worker Lambda does."""
         snapshot = None
         if message is not None and message.snapshot is not None:
-            snapshot = unpack_snapshot(message.snapshot, turn_id, message.version, serializer_of(self.store))
+            snapshot = unpack_snapshot(
+                message.snapshot, message.seal, turn_id, message.version, serializer_of(self.store), HANDOFF_KEY
+            )
         worker = Worker(self.services.runner(worker_id=worker_id), worker_id=worker_id)
         return worker.process(turn_id, snapshot=snapshot).outcome
 

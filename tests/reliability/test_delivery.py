@@ -22,10 +22,12 @@ from agentturn.api.ownership import conversation_key
 from agentturn.api.telemetry import NullTelemetry
 from agentturn.api.worker import SqsWorker
 from agentturn.aws.resume_queue import SqsResumeQueue
+from agentturn.engine.handoff import pack_snapshot, unpack_snapshot
+from agentturn.ports.serializer import JSON
 from tests.contract.aws_adapters import aws_session
 from tests.functional.harness import DEFAULT_SUB, Deployment, FakeLambdaContext
 from tests.reliability.figures import record
-from tests.reliability.kit import VALID_TICKET, Stack
+from tests.reliability.kit import HANDOFF_KEY, VALID_TICKET, Stack
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator
 
@@ -155,6 +157,32 @@ def test_a_message_received_before_is_worked_by_a_claim_not_from_its_snapshot(
     assert failed == set()
     assert stack.store.load(turn_id).version == before.version
     assert sum(event.type is EventType.MODEL_STARTED for event in events) == runs
+
+
+def test_a_snapshot_edited_on_the_queue_runs_nothing_of_its_own(stack: Stack, deployment: Deployment) -> None:
+    # GIVEN a submitted ticket, and its message as someone who may send to the queue rewrote it: the snapshot
+    # edited (another scope in the data the tool replays with), packed again and sealed with a key of their
+    # own, since they do not have the deployment's
+    [turn_id] = _submitted_turns(stack, 1)
+    [message] = _receive_all(deployment, 1)
+    body = json.loads(message["Body"])
+    carried = unpack_snapshot(body["snapshot"], body["seal"], turn_id, body["version"], JSON, HANDOFF_KEY)
+    assert carried is not None
+    state = carried.tool_states["call-1"]
+    assert state.submitted_form_data is not None
+    state.submitted_form_data = {**state.submitted_form_data, "impactScope": "SINGLE_USER"}
+    forged_snapshot, forged_seal = pack_snapshot(carried, JSON, b"not-the-deployments-key-" + b"0" * 32) or ("", "")
+    forged = {**message, "Body": json.dumps({**body, "snapshot": forged_snapshot, "seal": forged_seal})}
+
+    # WHEN the worker gets the forged message
+    failed = _handle(stack, deployment, [forged])
+
+    # THEN it was a wake-up only: the worker claimed and ran the stored turn, whose tool made the ticket with the
+    # data the person submitted
+    assert failed == set()
+    assert stack.store.load(turn_id).status is TurnStatus.COMPLETED
+    [ticket] = stack.ledger.entries.values()
+    assert (ticket["affectedSystem"], ticket["impactScope"]) == (VALID_TICKET["affectedSystem"], "ALL_USERS")
 
 
 def test_a_poison_message_in_a_batch_of_ten_fails_alone_and_ends_in_the_dlq(

@@ -1,5 +1,5 @@
-"""Packing the snapshot a resume message carries: the store's serializer, and a worker that falls back to its
-claim whenever what it was sent cannot be used."""
+"""Packing the snapshot a resume message carries: the store's serializer, the deployment's seal, and a worker
+that falls back to its claim whenever what it was sent cannot be used (or was not sealed by this deployment)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import zlib
 import pytest
 from tests.support.sealing import SealingSerializer
 
-from agentturn.engine.handoff import MAX_SNAPSHOT_CHARS, pack_snapshot, serializer_of, unpack_snapshot
+from agentturn.engine.handoff import MAX_SNAPSHOT_CHARS, pack_snapshot, seal, serializer_of, unpack_snapshot
 from agentturn.ports.serializer import JSON
 from agentturn.ports.store import InMemoryTurnStore
 from agentturn.state.turn import Turn
 
 SECRET = "4111-1111-1111-1111"
+KEY = b"k" * 32
 
 
 def _turn(**metadata: str) -> Turn:
@@ -27,9 +28,9 @@ def test_a_packed_snapshot_comes_back_equal_at_the_messages_version() -> None:
     turn = _turn(card=SECRET)
 
     # WHEN it is packed and unpacked for a message of version 3
-    packed = pack_snapshot(turn, JSON)
-    assert packed is not None
-    back = unpack_snapshot(packed, "t-1", 3, JSON)
+    sealed = pack_snapshot(turn, JSON, KEY)
+    assert sealed is not None
+    back = unpack_snapshot(*sealed, "t-1", 3, JSON, KEY)
 
     # THEN it is the same turn
     assert back == turn
@@ -42,14 +43,15 @@ def test_the_snapshot_in_a_message_is_sealed_by_the_stores_serializer() -> None:
 
     # WHEN a turn holding a secret is packed with that store's serializer
     serializer = serializer_of(store)
-    packed = pack_snapshot(_turn(card=SECRET), serializer)
-    assert packed is not None
+    sealed = pack_snapshot(_turn(card=SECRET), serializer, KEY)
+    assert sealed is not None
+    packed = sealed[0]
 
     # THEN the message text does not hold the secret in the clear, and it unpacks with the same serializer
     clear = zlib.decompress(base64.b64decode(packed)).decode()
     assert SECRET not in clear
     assert serializer is sealing
-    back = unpack_snapshot(packed, "t-1", 3, serializer)
+    back = unpack_snapshot(*sealed, "t-1", 3, serializer, KEY)
     assert back is not None and back.metadata == {"card": SECRET}
 
 
@@ -63,7 +65,7 @@ def test_a_snapshot_too_large_to_carry_is_left_out() -> None:
 
     # WHEN it is packed
     # THEN nothing is packed: the message goes without it, and the worker claims and reads the turn
-    assert pack_snapshot(_turn(noise=noise), JSON) is None
+    assert pack_snapshot(_turn(noise=noise), JSON, KEY) is None
 
 
 @pytest.mark.parametrize(
@@ -78,11 +80,53 @@ def test_a_snapshot_too_large_to_carry_is_left_out() -> None:
 def test_a_snapshot_that_does_not_decode_is_ignored(packed: str) -> None:
     # GIVEN a message whose snapshot is broken
     # WHEN the worker unpacks it
-    # THEN it gets nothing (and claims the turn, as for a message without one)
-    assert unpack_snapshot(packed, "t-1", 3, JSON) is None
+    # THEN it gets nothing (and claims the turn, as for a message without one), even with a seal that checks
+    assert unpack_snapshot(packed, seal(packed, "t-1", 3, KEY), "t-1", 3, JSON, KEY) is None
 
 
 def test_a_snapshot_of_another_turn_is_ignored() -> None:
-    packed = pack_snapshot(_turn(), JSON)
+    packed = pack_snapshot(_turn(), JSON, KEY)
     assert packed is not None
-    assert unpack_snapshot(packed, "t-2", 3, JSON) is None
+    assert unpack_snapshot(*packed, "t-2", 3, JSON, KEY) is None
+
+
+def _approved(turn: Turn) -> Turn:
+    return turn.model_copy(update={"metadata": {"approved": "yes"}})
+
+
+def test_a_snapshot_edited_on_the_queue_is_never_run() -> None:
+    # GIVEN a sealed snapshot, and the same message with its snapshot edited (someone who may send to the queue
+    # wrote "approved" into it and packed it again)
+    packed, sealed = pack_snapshot(_turn(), JSON, KEY) or ("", "")
+    forged, _ = pack_snapshot(_approved(_turn()), JSON, b"x" * 32) or ("", "")
+
+    # WHEN the worker unpacks the forged snapshot with the original seal, with a seal of the forger's own key,
+    # or with the seal of another version or turn
+    # THEN it gets nothing from any of them (a wake-up: it claims and reads the stored turn)
+    assert unpack_snapshot(forged, sealed, "t-1", 3, JSON, KEY) is None
+    assert unpack_snapshot(forged, seal(forged, "t-1", 3, b"x" * 32), "t-1", 3, JSON, KEY) is None
+    assert unpack_snapshot(packed, seal(packed, "t-1", 4, KEY), "t-1", 3, JSON, KEY) is None
+    assert unpack_snapshot(packed, sealed, "t-1", 3, JSON, KEY) == _turn()
+
+
+def test_without_a_key_nothing_is_unpacked() -> None:
+    # GIVEN a message sealed by a deployment, read by a worker that has no key (misconfigured)
+    packed, sealed = pack_snapshot(_turn(), JSON, KEY) or ("", "")
+
+    # WHEN it unpacks it, or a message without a seal
+    # THEN it gets nothing: it claims
+    assert unpack_snapshot(packed, sealed, "t-1", 3, JSON, None) is None
+    assert unpack_snapshot(packed, None, "t-1", 3, JSON, KEY) is None
+
+
+def test_the_key_comes_from_the_environment_and_a_short_one_is_refused() -> None:
+    from agentturn.api.settings import SettingsError
+    from agentturn.api.wiring import handoff_key_from_env
+
+    # GIVEN environments with a key, with a key too short to seal with, and with none
+    # WHEN the handlers read where their key comes from
+    # THEN a good key is used as it is, a short one stops the handler at start-up, and none carries nothing
+    assert handoff_key_from_env({"AGENTTURN_HANDOFF_KEY": "k" * 32})() == b"k" * 32
+    with pytest.raises(SettingsError, match="AGENTTURN_HANDOFF_KEY"):
+        handoff_key_from_env({"AGENTTURN_HANDOFF_KEY": "short"})
+    assert handoff_key_from_env({})() is None

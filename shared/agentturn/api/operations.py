@@ -194,11 +194,13 @@ class Operations:
         """Enqueue the answered turn, ``with_snapshot`` just saved when the queue can carry it (the worker then
         needs no claim to start: :mod:`agentturn.engine.handoff`)."""
         queue = self.services.queue
-        if not (with_snapshot and carries_snapshots(queue)):
+        key = self.services.handoff_key() if with_snapshot else None
+        packed = pack_snapshot(turn, serializer_of(self.services.store), key) if key is not None else None
+        if packed is None or not carries_snapshots(queue):
             queue.enqueue(turn.id, turn.version)
             return
-        snapshot = pack_snapshot(turn, serializer_of(self.services.store))
-        queue.enqueue(turn.id, turn.version, snapshot=snapshot)
+        snapshot, sealed = packed
+        queue.enqueue(turn.id, turn.version, snapshot=snapshot, seal=sealed)
 
     def cancel(self, caller: str, turn_id: str, key: str) -> CancelAccepted:
         self.telemetry.bind(turnId=turn_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -122,6 +122,11 @@ class OwnerScopedStore:
         )
 
 
+def no_handoff_key() -> bytes | None:
+    """No key: resume messages carry no snapshot (every worker claims)."""
+    return None
+
+
 @dataclass
 class Services:
     store: TurnStore
@@ -131,6 +136,9 @@ class Services:
     settings: Settings = field(default_factory=Settings)
     listeners: list[Listener] = field(default_factory=list)
     clock: Clock = time.time
+    #: The key that seals the snapshot a resume message carries (:mod:`agentturn.engine.handoff`), read when
+    #: first needed; ``None``: nothing is carried.
+    handoff_key: Callable[[], bytes | None] = no_handoff_key
 
     def scoped_store(self, owner: str) -> OwnerScopedStore:
         return OwnerScopedStore(self.store, owner)

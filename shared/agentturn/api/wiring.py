@@ -9,6 +9,7 @@ The only place that knows the deployed resources. ``TURNS_TABLE``, ``CONVERSATIO
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from agentturn.api.agents import AgentCatalog
-from agentturn.api.services import Services
+from agentturn.api.services import Services, no_handoff_key
 from agentturn.api.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -101,6 +102,30 @@ class Resources:
         )
 
 
+def handoff_key_from_env(environ: Mapping[str, str] | None = None) -> Callable[[], bytes | None]:
+    """Where the sealing key comes from (read when first needed); a key shorter than 32 bytes is refused."""
+    from agentturn.aws import tables
+    from agentturn.engine.handoff import MIN_KEY_BYTES
+
+    env = os.environ if environ is None else environ
+    text, arn = env.get(tables.ENV_HANDOFF_KEY, "").strip(), env.get(tables.ENV_HANDOFF_SECRET_ARN, "").strip()
+
+    def checked(value: str, source: str) -> bytes:
+        key = value.encode()
+        if len(key) < MIN_KEY_BYTES:
+            raise SettingsError(f"{source} must hold at least {MIN_KEY_BYTES} bytes")
+        return key
+
+    if text:
+        key = checked(text, tables.ENV_HANDOFF_KEY)
+        return lambda: key
+    if arn:
+        from agentturn.aws.secrets import read_secret
+
+        return functools.cache(lambda: checked(read_secret(arn), f"the secret {arn!r}"))
+    return no_handoff_key
+
+
 def services_from_env(environ: Mapping[str, str] | None = None, *, clients: AwsClients | None = None) -> Services:
     from agentturn.aws.chat_memory import DynamoDBChatMemory
     from agentturn.aws.resume_queue import SqsResumeQueue
@@ -131,4 +156,5 @@ def services_from_env(environ: Mapping[str, str] | None = None, *, clients: AwsC
         agents=agents,
         settings=settings,
         listeners=live_listeners(environ),
+        handoff_key=handoff_key_from_env(environ),
     )

@@ -148,7 +148,14 @@ class SqsWorker:
         """
         if message.snapshot is None or _receive_count(record) > 1:
             return None
-        return unpack_snapshot(message.snapshot, message.turn_id, message.version, serializer_of(self.services.store))
+        return unpack_snapshot(
+            message.snapshot,
+            message.seal,
+            message.turn_id,
+            message.version,
+            serializer_of(self.services.store),
+            self.services.handoff_key(),
+        )
 
     def _hand_on(self, turn: Turn) -> None:
         delay = handoff_delay(turn, self.services.clock())

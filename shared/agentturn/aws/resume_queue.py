@@ -93,8 +93,9 @@ class SqsResumeQueue:
         *,
         delay_seconds: int = 0,
         snapshot: str | None = None,
+        seal: str | None = None,
     ) -> None:
-        message = ResumeMessage(turn_id=turn_id, version=version, snapshot=snapshot)
+        message = ResumeMessage(turn_id=turn_id, version=version, snapshot=snapshot, seal=seal)
         # Defaults left out: a message without a snapshot is the plain {"turnId", "version"}.
         body = message.model_dump_json(by_alias=True, exclude_defaults=True)
         kwargs: dict[str, Any] = {}

@@ -216,6 +216,10 @@ ENV_CONVERSATIONS_TABLE: Final = "CONVERSATIONS_TABLE"
 ENV_IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE"
 ENV_SNAPSHOT_BUCKET: Final = "SNAPSHOT_BUCKET"
 ENV_RESUME_QUEUE_URL: Final = "RESUME_QUEUE_URL"
+#: The key that seals the snapshot a resume message carries (:mod:`agentturn.engine.handoff`), as text (local
+#: development, tests), or the Secrets Manager secret that holds it (the construct makes one).
+ENV_HANDOFF_KEY: Final = "AGENTTURN_HANDOFF_KEY"
+ENV_HANDOFF_SECRET_ARN: Final = "AGENTTURN_HANDOFF_SECRET_ARN"
 
 # What real DynamoDB accepts (moto accepts more, e.g. one-character names): refuse early and clearly.
 _TABLE_NAME = r"^[A-Za-z0-9_.-]{3,255}$"

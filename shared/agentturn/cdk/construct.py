@@ -33,6 +33,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -219,6 +220,16 @@ class AgentTurn(Construct):
             self.dead_letter_queue = known.queue if isinstance(known, sqs.DeadLetterQueue) else None
         else:
             self.dead_letter_queue, self.queue = self._queues(settings.queue)
+        # The key that seals the snapshot a submit hands the worker in its message (agentturn.engine.handoff):
+        # only submit and worker may read it, so a message written by anyone else who may send to the queue is
+        # at worst a wake-up. Generated here; never in the template or the functions' environment.
+        self.handoff_secret = secretsmanager.Secret(
+            self,
+            "HandoffKey",
+            description="Seals the turn snapshot a resume message carries (agentturn)",
+            generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
 
         # ----------------------------------------------------------------------------- functions
         spec = DependencySpec.for_target(Target(settings.python_version, settings.architecture), settings.requirements)
@@ -470,6 +481,8 @@ class AgentTurn(Construct):
             env[select.BEDROCK_MODEL_ID_VAR] = settings.bedrock_model_id
         if settings.terminal_ttl_days is not None:
             env["AGENTTURN_TERMINAL_TTL_SECONDS"] = str(settings.terminal_ttl_days * 86_400)
+        if access.handoff_key:
+            env[tables.ENV_HANDOFF_SECRET_ARN] = self.handoff_secret.secret_arn
         return env
 
     def _function(
@@ -574,6 +587,12 @@ class AgentTurn(Construct):
                 statements.append(iam.PolicyStatement(actions=list(permissions.SEND), resources=[self.queue.queue_arn]))
             if access.purge:
                 statements += self._purge_statements(conversation_indexes, blob_objects)
+            if access.handoff_key:
+                statements.append(
+                    iam.PolicyStatement(
+                        actions=list(permissions.READ_SECRET), resources=[self.handoff_secret.secret_arn]
+                    )
+                )
             if access.invoke_model and self.settings.invokable_models:
                 statements.append(
                     iam.PolicyStatement(actions=list(permissions.INVOKE_MODEL), resources=self._model_arns())

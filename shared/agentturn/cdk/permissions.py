@@ -81,6 +81,8 @@ CONSUME: Final = (
     "sqs:ReceiveMessage",
 )
 INVOKE_MODEL: Final = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
+#: The handoff key's secret, read once per process by the functions that seal or check a carried snapshot.
+READ_SECRET: Final = ("secretsmanager:GetSecretValue",)
 #: The live timeline (AppSync Events HTTP publish) and the notices (EventBridge).
 LIVE_PUBLISH: Final = ("appsync:EventPublish",)
 PUT_NOTICES: Final = ("events:PutEvents",)
@@ -110,6 +112,9 @@ class FunctionAccess:
     live: bool = False
     #: ``GET /conversations``: Query on the conversations table's sparse ``byOwner`` index (nothing else).
     list_conversations: bool = False
+    #: Reads the key that seals the snapshot a resume message carries (submit seals, worker checks):
+    #: ``secretsmanager:GetSecretValue`` on that one secret.
+    handoff_key: bool = False
 
 
 ACCESS: Final = {
@@ -122,7 +127,9 @@ ACCESS: Final = {
         live=True,
         list_conversations=True,
     ),
-    "submit": FunctionAccess(turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, live=True),
+    "submit": FunctionAccess(
+        turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, live=True, handoff_key=True
+    ),
     "worker": FunctionAccess(
         turn_actions=(*TURN_READ, *TURN_UPDATE),
         timeline=True,
@@ -131,6 +138,7 @@ ACCESS: Final = {
         consume=True,
         invoke_model=True,
         live=True,
+        handoff_key=True,
     ),
     "sweeper": FunctionAccess(
         turn_actions=(*TURN_READ, *TURN_BATCH_READ, *TURN_UPDATE),

@@ -9,6 +9,11 @@ a refused save, never a wrong write: every save of an unclaimed run is condition
 holding a lease, and the run claims the turn before any tool not declared idempotent runs
 (:meth:`agentturn.engine.lease_keeper.LeaseKeeper.claim_deferred`).
 
+A carried snapshot is sealed (:func:`seal`, HMAC-SHA256 with a key only the functions read: the deployment's
+``AGENTTURN_HANDOFF_KEY`` or the Secrets Manager secret ``AGENTTURN_HANDOFF_SECRET_ARN`` names): the worker runs
+from it only when the seal checks, so a message written by anyone else who may send to the queue is at worst a
+wake-up. Without a key nothing is carried.
+
 The text is the store's own serializer's (an encrypting serializer seals it here too), zlib-compressed and
 base64-encoded; a snapshot whose text would exceed :data:`MAX_SNAPSHOT_CHARS` is not carried (the worker
 claims and reads it, as before).
@@ -18,6 +23,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import logging
 import zlib
 from typing import Final, cast
@@ -43,16 +50,35 @@ def serializer_of(store: object) -> Serializer:
     return JSON
 
 
-def pack_snapshot(turn: Turn, serializer: Serializer) -> str | None:
-    """``turn`` as a message carries it; ``None`` when it is too large to carry."""
+#: The fewest bytes of a sealing key (HMAC-SHA256's block of security).
+MIN_KEY_BYTES: Final = 32
+
+
+def seal(packed: str, turn_id: str, version: int, key: bytes) -> str:
+    """The seal a carried snapshot travels with: HMAC-SHA256 over the turn, the version and the packed text,
+    with a key only the functions read. A message anyone with ``sqs:SendMessage`` wrote has none that checks."""
+    return hmac.new(key, f"{turn_id}\n{version}\n{packed}".encode(), hashlib.sha256).hexdigest()
+
+
+def pack_snapshot(turn: Turn, serializer: Serializer, key: bytes) -> tuple[str, str] | None:
+    """``turn`` as a message carries it, and its seal; ``None`` when it is too large to carry."""
     compressed = zlib.compress(serializer.dumps(turn).encode(), 6)
     packed = base64.b64encode(compressed).decode("ascii")
-    return packed if len(packed) <= MAX_SNAPSHOT_CHARS else None
+    if len(packed) > MAX_SNAPSHOT_CHARS:
+        return None
+    return packed, seal(packed, turn.id, turn.version, key)
 
 
-def unpack_snapshot(packed: str, turn_id: str, version: int, serializer: Serializer) -> Turn | None:
+def unpack_snapshot(
+    packed: str, sealed: str | None, turn_id: str, version: int, serializer: Serializer, key: bytes | None
+) -> Turn | None:
     """The turn a message carries, at the message's ``version``; ``None`` (the worker then claims and reads the
-    turn, as for a message without one) when it does not decode or is not ``turn_id``'s."""
+    turn, as for a message without one) when its seal does not check (no key, no seal, or another text: a
+    message someone else wrote is a wake-up, never a snapshot to act on), or it does not decode or is not
+    ``turn_id``'s."""
+    if key is None or sealed is None or not hmac.compare_digest(seal(packed, turn_id, version, key), sealed):
+        _log.warning("the snapshot in the message for turn %r is not sealed by this deployment; claiming", turn_id)
+        return None
     try:
         text = zlib.decompress(base64.b64decode(packed, validate=True)).decode()
         turn = check_schema_version(serializer.loads(text, _TURN))

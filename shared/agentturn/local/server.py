@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -104,6 +105,9 @@ class DevServer:
                 os.environ.setdefault(key, value)
             else:
                 os.environ[key] = value
+        # As deployed: the snapshot a submit hands the worker is sealed with a key only the functions have (a
+        # fresh one per dev server; a message from before a restart is then claimed, as a forged one is).
+        os.environ.setdefault("AGENTTURN_HANDOFF_KEY", secrets.token_hex(32))
         if self.config.persist is not None:
             from agentturn.local.persist import restore
 

@@ -18,6 +18,9 @@ class ResumeMessage(WireModel):
     #: The snapshot the sender saved as ``version``, packed (:mod:`agentturn.engine.handoff`): the worker starts from it
     #: without a claim. Absent: the worker claims the turn and reads it.
     snapshot: str | None = Field(default=None, max_length=MAX_SNAPSHOT_CHARS)
+    #: The snapshot's seal (:func:`agentturn.engine.handoff.seal`): a worker runs from the snapshot only if it
+    #: checks.
+    seal: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
 
     @model_validator(mode="before")
     @classmethod
@@ -54,6 +57,7 @@ class SnapshotCarryingQueue(Protocol):
         *,
         delay_seconds: int = 0,
         snapshot: str | None = None,
+        seal: str | None = None,
     ) -> None: ...
 
 
@@ -78,8 +82,9 @@ class InMemoryResumeQueue:
         *,
         delay_seconds: int = 0,
         snapshot: str | None = None,
+        seal: str | None = None,
     ) -> None:
-        message = ResumeMessage(turn_id=turn_id, version=version, snapshot=snapshot)
+        message = ResumeMessage(turn_id=turn_id, version=version, snapshot=snapshot, seal=seal)
         with self._lock:
             self._messages.append(message)
             self.delays.append(delay_seconds)

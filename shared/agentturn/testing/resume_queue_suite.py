@@ -64,14 +64,16 @@ class ResumeQueueSuite:
         queue = queue_kit.queue
         if not carries_snapshots(queue):
             pytest.skip("this queue does not carry snapshots (its workers claim and read every turn)")
-        turn = new_turn()
-        packed = pack_snapshot(turn, JSON)
-        assert packed is not None
+        turn = new_turn().model_copy(update={"version": 4})
+        key = b"conformance-suite-key-" + b"0" * 32
+        sealed = pack_snapshot(turn, JSON, key)
+        assert sealed is not None
+        packed, seal = sealed
 
-        # WHEN the turn is enqueued with it
-        queue.enqueue(turn.id, 4, snapshot=packed)
+        # WHEN the turn is enqueued with it and its seal
+        queue.enqueue(turn.id, 4, snapshot=packed, seal=seal)
 
-        # THEN the worker receives it as sent, and it unpacks to the turn at the message's version
+        # THEN the worker receives both as sent, and the snapshot unpacks to the turn at the message's version
         [received] = queue_kit.receive(1)
-        assert received == ResumeMessage(turn_id=turn.id, version=4, snapshot=packed)
-        assert unpack_snapshot(packed, turn.id, 4, JSON) == turn.model_copy(update={"version": 4})
+        assert received == ResumeMessage(turn_id=turn.id, version=4, snapshot=packed, seal=seal)
+        assert unpack_snapshot(packed, seal, turn.id, 4, JSON, key) == turn
