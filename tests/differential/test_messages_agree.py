@@ -1,8 +1,10 @@
 """The console's own checks and the server say the same words for the same problem.
 
 One case per keyword (and per format), each with data that breaks exactly that keyword; the server's message
-(agentturn/forms/wording.py) and the console's (web/src/form_messages.mjs, through the validator the
-console runs, web/src/validator.mjs) must be equal.
+and the console's (web/src/form_messages.mjs, through the validator the console runs, web/src/validator.mjs)
+must be equal. The server's side is made as the submit route makes it: validation finds the problems as codes
+(agentturn/forms/validation.py, no words), and agentturn/forms/wording.py, the one place words are made,
+says them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from agentturn.forms import wording
 from agentturn.forms.formats import FORMATS
+from agentturn.forms.problems import ProblemCode
 from agentturn.forms.validation import FormValidator
 from tests.differential.test_ajv_agreement import ROOT, pytestmark  # noqa: F401 - same needs (node, npm ci)
 
@@ -63,6 +67,10 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     ("additional-properties", {"type": "object", "properties": {"a": {}}, "additionalProperties": False}, {"b": 1}),
     ("not", _field({"not": {"const": "x"}}), {"v": "x"}),
+    ("any-of", _field({"anyOf": [{"type": "integer"}, {"const": "a"}]}), {"v": "b"}),
+    ("one-of-many", _field({"oneOf": [{"type": "integer"}, {"minimum": 0}]}), {"v": 1}),
+    ("max-contains", _field({"type": "array", "contains": {"const": 1}, "maxContains": 1}), {"v": [1, 1]}),
+    ("property-names", _field({"type": "object", "propertyNames": {"maxLength": 2}}), {"v": {"long": 1}}),
     ("false", _field({}, properties={"v": False}), {"v": 1}),
     ("nested-title", {"type": "object", "properties": {"o": {
         "type": "object", "title": "Address", "properties": {"zip": {"type": "string", "title": "ZIP"}}}}},
@@ -103,8 +111,34 @@ def test_the_console_and_the_server_say_the_same_words(
     console: dict[str, list[str]], name: str, schema: dict[str, Any], data: dict[str, Any]
 ) -> None:
     # GIVEN data that breaks one keyword / WHEN both sides check it
-    server = [p["message"] for p in FormValidator(schema).validate(data, refuse_undeclared=False)]
+    problems = FormValidator(schema).problems(data, refuse_undeclared=False)
+    server = [item["message"] for item in wording.messages(problems)]
     # THEN they refuse it with the same sentence, which names the field and shows no code
     assert server, name
     assert sorted(server) == sorted(console[name])
     assert all("'" not in m and "\\" not in m for m in server), server
+
+
+#: Codes only the server answers: about the submission as a whole, or a check that ran out of time (the browser
+#: has no budget: DISAGREEMENTS.md), or about a property part 2 of the rule refuses.
+SERVER_ONLY = {
+    ProblemCode.NOT_AN_OBJECT,
+    ProblemCode.NOT_JSON,
+    ProblemCode.TOO_LARGE,
+    ProblemCode.TOO_DEEP,
+    ProblemCode.OUT_OF_TIME,
+    ProblemCode.TOO_MANY,
+    ProblemCode.UNUSABLE_SCHEMA,
+    ProblemCode.NOT_CHECKED_IN_TIME,
+    ProblemCode.NAME_NOT_CHECKED_IN_TIME,
+}
+
+
+def test_every_code_a_person_can_meet_in_both_places_is_compared() -> None:
+    # GIVEN the cases above / WHEN the server checks each
+    found = {p.code for _, schema, data in CASES for p in FormValidator(schema).problems(data, refuse_undeclared=False)}
+    # THEN together they produce every code the console can also produce: none is worded on one side only
+    missing = set(ProblemCode) - SERVER_ONLY - found
+    assert missing == set(), sorted(missing)
+    # AND every code has its sentence in the one place words are made
+    assert set(wording._SENTENCES) == set(ProblemCode)

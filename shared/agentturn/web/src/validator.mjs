@@ -188,6 +188,15 @@ function asAjvError(root, error) {
     case "unevaluatedProperties":
       params[keyword === "additionalProperties" ? "additionalProperty" : "unevaluatedProperty"] = quoted(error.error);
       break;
+    case "propertyNames": {
+      // cfworker: `Property name "${key}" does not match schema.` (the key itself may hold quotes).
+      const prefix = 'Property name "';
+      const suffix = '" does not match schema.';
+      if (error.error.startsWith(prefix) && error.error.endsWith(suffix)) {
+        params.propertyName = error.error.slice(prefix.length, -suffix.length);
+      }
+      break;
+    }
     case "false":
       keyword = "false schema";
       break;
