@@ -22,6 +22,8 @@ from typing import Final
 
 import regex
 
+from agentturn.forms.ecma_properties import BINARY, GENERAL_CATEGORY, SCRIPT, WITH_VALUE
+
 MAX_CODE_POINT: Final = 0x10FFFF
 _INFINITE: Final = -1
 #: An outer repetition above this many rounds over a body that can repeat on its own is refused.
@@ -328,18 +330,27 @@ class _Parser:
                 raise self.fail("invalid Unicode property escape")
             self.pos = match.end()
             name = match.group(1)
-            if "=" in name:
-                key, _, value = name.partition("=")
-                if key not in ("General_Category", "gc", "Script", "sc", "Script_Extensions", "scx"):
+            key, equals, value = name.partition("=")
+            # ECMA-262's names exactly (no loose matching): what JavaScript refuses is refused here, and what it
+            # accepts is handed to ``regex`` by its canonical name, which ``regex`` cannot read otherwise.
+            if equals:
+                canonical_key = WITH_VALUE.get(key)
+                table = GENERAL_CATEGORY if canonical_key == "General_Category" else SCRIPT
+                canonical = table.get(value) if canonical_key else None
+                if canonical is None:
                     raise self.fail(f"unknown Unicode property {name!r}")
-                name = (
-                    f"{ {'gc': 'General_Category', 'sc': 'Script', 'scx': 'Script_Extensions'}.get(key, key) }={value}"
-                )
-            escape = f"\\{char}{{{name}}}"
+                canonical = f"{canonical_key}={canonical}"
+            elif name in GENERAL_CATEGORY:
+                canonical = f"General_Category={GENERAL_CATEGORY[name]}"
+            elif name in BINARY:
+                canonical = BINARY[name]
+            else:
+                raise self.fail(f"unknown Unicode property {name!r}")
+            escape = f"\\{char}{{{canonical}}}"
             try:
                 regex.compile(escape)
             except regex.error as exc:
-                raise self.fail(f"unknown Unicode property {name!r}") from exc
+                raise self.fail(f"Unicode property {name!r} is not supported on the server") from exc
             return [], [escape], False
         return None, [], False
 
