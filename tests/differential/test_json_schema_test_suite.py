@@ -1,4 +1,5 @@
-"""The official JSON Schema Test Suite's format cases (draft 2020-12), and its float-overflow case, on both sides.
+"""The official JSON Schema Test Suite's format cases (draft 2020-12) and its ``multipleOf`` cases (with
+``1e308`` / ``0.123456789`` and the optional float-overflow one), on both sides.
 
 The cases are the suite's own files, vendored unchanged in ``json_schema_test_suite/`` (MIT, licence beside
 them). Each runs on the server (part 1 of the rule: plain JSON Schema) and in the console's validator
@@ -27,7 +28,7 @@ KNOWN: dict[tuple[str, str], str] = {}
 
 def _cases() -> list[tuple[str, str, dict[str, Any], Any, bool]]:
     cases = []
-    for path in sorted([*SUITE.glob("format/*.json"), SUITE / "float-overflow.json"]):
+    for path in sorted([*SUITE.glob("format/*.json"), SUITE / "float-overflow.json", SUITE.parent / "multipleOf.json"]):
         for group in json.loads(path.read_text(encoding="utf-8")):
             # A form is an object: the suite's schema becomes the schema of its one field (its $schema is the
             # form's, draft 2020-12, and may only sit at the root).
@@ -48,6 +49,10 @@ def test_the_vendored_suite_is_all_there() -> None:
     names = {name for name, *_ in CASES}
     assert {"date-time.json", "time.json", "duration.json", "email.json", "hostname.json", "uri.json"} <= names
     assert {"uri-reference.json", "uri-template.json", "ipv4.json", "ipv6.json", "float-overflow.json"} <= names
+    assert (
+        "multipleOf.json",
+        "float division = inf: always invalid, but naive implementations may raise an overflow error",
+    ) in {(name, description) for name, description, *_ in CASES}
     assert len(CASES) > 550
 
 

@@ -117,7 +117,10 @@ _DURATION: Final = _js(
 # brackets (an IPv4 address, or "IPv6:" and an IPv6 address).
 _EMAIL_DOT_STRING: Final = _js(r"^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@", ignore_case=True)
 _EMAIL_QUOTED: Final = _js(r'^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"@')
-_EMAIL_LABEL: Final = _js(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$", ignore_case=True)
+# A domain: dot-separated labels of letters, digits and hyphens, two or more, no label starting or ending with a
+# hyphen; said as two unambiguous expressions (the one-expression form backtracks quadratically).
+_EMAIL_DOMAIN: Final = _js(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+$", ignore_case=True)
+_EMAIL_HYPHEN_AT_EDGE: Final = _js(r"(?:^|\.)-|-(?:\.|$)")
 _IPV6_TAG: Final = _js(r"^IPv6:", ignore_case=True)
 
 
@@ -130,8 +133,7 @@ def _email(value: str, m: Matcher) -> bool:
         literal = domain[1:-1]
         tag = _IPV6_TAG.search(literal, m)
         return _IPV6(literal[tag.end() :], m) if tag else _IPV4(literal, m)
-    labels = domain.split(".")  # two or more labels, each checked alone: linear
-    return len(labels) >= 2 and all(_EMAIL_LABEL(label, m) for label in labels)
+    return _EMAIL_DOMAIN(domain, m) and not _EMAIL_HYPHEN_AT_EDGE(domain, m)
 
 
 # Host names (RFC 1123 labels, at most 253 characters, no trailing dot), and an "xn--" label only when it is a
@@ -393,32 +395,52 @@ def _uri(value: str, m: Matcher) -> bool:
     return _uri_reference(value, m, absolute=True)
 
 
-# RFC 6570 level 4. Literals: any character but controls, space and "%<>\\^`{|}" (a "%" only as a percent-encoded
-# triplet); the JSON Schema Test Suite takes the apostrophe as a literal too.
-_URI_TEMPLATE: Final = _Js(
+# RFC 6570 level 4, read literal run by literal run and expression by expression (each checked alone: linear).
+# Literals: any character but controls, space and "%<>\\^`{|}" (a "%" only as a percent-encoded triplet); the
+# JSON Schema Test Suite takes the apostrophe as a literal too.
+_URI_TEMPLATE_LITERALS: Final = _Js(
     r"^(?:[\x21\x23\x24\x26-\x3b\x3d\x3f-\x5b\x5d\x5f\x61-\x7a\x7e\u{a0}-\u{d7ff}\u{e000}-\u{fdcf}\u{fdf0}-\u{ffef}"
     r"\u{10000}-\u{1fffd}\u{20000}-\u{2fffd}\u{30000}-\u{3fffd}\u{40000}-\u{4fffd}\u{50000}-\u{5fffd}\u{60000}-\u{6fffd}"
     r"\u{70000}-\u{7fffd}\u{80000}-\u{8fffd}\u{90000}-\u{9fffd}\u{a0000}-\u{afffd}\u{b0000}-\u{bfffd}\u{c0000}-\u{cfffd}"
-    r"\u{d0000}-\u{dfffd}\u{e1000}-\u{efffd}\u{f0000}-\u{ffffd}\u{100000}-\u{10fffd}'\x27]|%[0-9a-f]{2}"
-    r"|\{[+#./;?&=,!@|]?(?:[a-z0-9_]|%[0-9a-f]{2})(?:\.?(?:[a-z0-9_]|%[0-9a-f]{2}))*(?::[1-9][0-9]{0,3}|\*)?"
-    r"(?:,(?:[a-z0-9_]|%[0-9a-f]{2})(?:\.?(?:[a-z0-9_]|%[0-9a-f]{2}))*(?::[1-9][0-9]{0,3}|\*)?)*\})*$",
+    r"\u{d0000}-\u{dfffd}\u{e1000}-\u{efffd}\u{f0000}-\u{ffffd}\u{100000}-\u{10fffd}]|%[0-9a-f]{2})*$",
     ignore_case=True,
     unicode=True,
 )
-
-
-_BYTE: Final = compile_ecma(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$", unicode=False)
-# ajv-formats compiles BYTE with the ``m`` flag: ^ and $ also match at line terminators.
-_BYTE_MULTILINE: Final = regex.compile(
-    _BYTE.pattern.replace("\\A", "(?:\\A|(?<=[\\n\\r\\u2028\\u2029]))").replace(
-        "\\Z", "(?:\\Z|(?=[\\n\\r\\u2028\\u2029]))"
-    ),
-    flags=regex.VERSION0,
+_URI_TEMPLATE_EXPRESSION: Final = _Js(
+    r"^\{[+#./;?&=,!@|]?(?:[a-z0-9_]|%[0-9a-f]{2})(?:\.?(?:[a-z0-9_]|%[0-9a-f]{2}))*(?::[1-9][0-9]{0,3}|\*)?"
+    r"(?:,(?:[a-z0-9_]|%[0-9a-f]{2})(?:\.?(?:[a-z0-9_]|%[0-9a-f]{2}))*(?::[1-9][0-9]{0,3}|\*)?)*\}$",
+    ignore_case=True,
 )
 
 
+def _uri_template(value: str, m: Matcher) -> bool:
+    pos = 0
+    while True:
+        opening = value.find("{", pos)
+        if not _URI_TEMPLATE_LITERALS(value[pos : opening if opening >= 0 else len(value)], m):
+            return False
+        if opening < 0:
+            return True
+        closing = value.find("}", opening)
+        if closing < 0 or not _URI_TEMPLATE_EXPRESSION(value[opening : closing + 1], m):
+            return False
+        pos = closing + 1
+
+
+# ajv-formats compiles BYTE, ``^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$``, with the ``m``
+# flag: a value passes when any one of its lines is base64. Said here line by line, in linear time (the expression
+# backtracks quadratically on a long line that is not).
+_BYTE_LINES: Final = _js(r"[\n\r\u2028\u2029]")
+_BASE64_CHARACTERS: Final = _js(r"^[A-Za-z0-9+/]*$")
+
+
 def _byte(value: str, m: Matcher) -> bool:
-    return m.search(_BYTE_MULTILINE, value) is not None
+    for line in _BYTE_LINES.compiled().split(value):
+        body = line.rstrip("=")
+        padding = len(line) - len(body)
+        if padding <= 2 and (len(body) + padding) % 4 == 0 and _BASE64_CHARACTERS(body, m):
+            return True
+    return False
 
 
 def _int32(value: float, _: Matcher) -> bool:
@@ -469,7 +491,7 @@ FORMATS: Final[dict[str, Format]] = {
     "duration": _string(_DURATION),
     "uri": _string(_uri),
     "uri-reference": _string(_uri_reference),
-    "uri-template": _string(_URI_TEMPLATE),
+    "uri-template": _string(_uri_template),
     "url": _string(_url),
     "email": _string(_email),
     "hostname": _string(_hostname),

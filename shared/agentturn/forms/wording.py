@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from agentturn.forms.problems import FormProblem, ProblemCode, Subject
+from agentturn.forms.problems import FORM, FormProblem, ProblemCode, Subject
 
 _TYPE_NAMES: Final = {
     "string": "text",
@@ -208,10 +208,6 @@ def unusable_schema(reason: str) -> str:
     return f"This form cannot be checked safely, so nothing can be submitted to it ({reason})."
 
 
-def not_checked_in_time(label: str) -> str:
-    return pattern_timeout(label)
-
-
 ROOT_LABEL: Final = "The form"
 
 
@@ -222,7 +218,7 @@ def label(subject: Subject) -> str:
     if isinstance(subject.key, int):
         if subject.title:
             return f"{subject.title} {subject.key + 1}"
-        return f"{label(subject.parent or Subject())}, entry {subject.key + 1}"
+        return f"{label(subject.parent or FORM)}, entry {subject.key + 1}"
     return subject.title or subject.key
 
 
@@ -252,8 +248,8 @@ _SENTENCES: Final[dict[ProblemCode, Callable[[str, dict[str, Any]], str]]] = {
     ProblemCode.MAX_LENGTH: _limit(max_length),
     ProblemCode.PATTERN: lambda name, p: pattern(name, p.get("description"), p.get("example")),
     ProblemCode.FORMAT: lambda name, p: format_(name, FORMAT_EXPECTED.get(p["format"], p["format"])),
-    ProblemCode.NOT_CHECKED_IN_TIME: lambda name, _: not_checked_in_time(name),
-    ProblemCode.NAME_NOT_CHECKED_IN_TIME: lambda _, p: not_checked_in_time(f"“{p['name']}”"),
+    ProblemCode.NOT_CHECKED_IN_TIME: lambda name, _: pattern_timeout(name),
+    ProblemCode.NAME_NOT_CHECKED_IN_TIME: lambda _, p: pattern_timeout(f"“{p['name']}”"),
     ProblemCode.MIN_ITEMS: _limit(min_items),
     ProblemCode.MAX_ITEMS: _limit(max_items),
     ProblemCode.UNIQUE_ITEMS: lambda name, p: unique_items(name, p["first"], p["second"]),
