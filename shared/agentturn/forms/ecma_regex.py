@@ -104,6 +104,7 @@ _LOW_SURROGATE: Final = regex.compile(r"\\u(D[C-F][0-9A-F]{2})", flags=regex.IGN
 _PROPERTY: Final = regex.compile(r"\{([A-Za-z_]+(?:=[A-Za-z_0-9]+)?)\}")
 
 _WORD_CLASS: Final = _class(_WORD, [])
+_DOT: Final = _class(_LINE_TERMINATORS, [], negate=True)
 _BOUNDARY: Final = f"(?:(?<={_WORD_CLASS})(?!{_WORD_CLASS})|(?<!{_WORD_CLASS})(?={_WORD_CLASS}))"
 _NOT_BOUNDARY: Final = f"(?:(?<={_WORD_CLASS})(?={_WORD_CLASS})|(?<!{_WORD_CLASS})(?!{_WORD_CLASS}))"
 
@@ -262,7 +263,7 @@ class _Parser:
             raise self.fail("unexpected end")
         if char == ".":
             self.pos += 1
-            return _Node(_class(_LINE_TERMINATORS, [], negate=True), nullable=False, loops=False)
+            return _Node(_DOT, nullable=False, loops=False)
         if char == "[":
             return _Node(self.character_class(), nullable=False, loops=False)
         if char == "(":
