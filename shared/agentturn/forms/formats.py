@@ -522,7 +522,18 @@ FORMATS: Final[dict[str, Format]] = {
 
 
 #: Values that take every format check down each of its paths, so that all its expressions get compiled.
-_WARM_UP: Final = ("", "a:b", "2024-01-01T00:00:00Z", "00:00:00")
+_WARM_UP: Final = (
+    "",
+    "a:b",
+    "2024-01-01T00:00:00Z",
+    "00:00:60Z",
+    "http://u@a.com:80/p",
+    "//[v1.a]:80/p?q#f",
+    '"a"@[IPv6:::1]',
+    "a@[127.0.0.1]",
+    "xn--9n2bp8q.xn--ll-0ea.xn--wva3je.xn--4dbc5h.xn--k8j5u.xn--11b2ezcw70k.xn--ngba5hb2804a",
+    "{+a}b",
+)
 
 
 def warm(name: str) -> None:
