@@ -88,7 +88,7 @@ CASES += [
 ] + [("format-regex", _field({"format": "regex"}), {"v": "("})]
 
 
-def console_messages(cases: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[list[str]]:
+def console_errors(cases: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[list[dict[str, Any]]]:
     completed = subprocess.run(
         ["node", str(SCRIPT)],
         input=json.dumps({"cases": [{"schema": s, "data": d} for _, s, d in cases]}).encode(),
@@ -97,25 +97,44 @@ def console_messages(cases: list[tuple[str, dict[str, Any], dict[str, Any]]]) ->
         timeout=120,
         check=True,
     )
-    answers: list[list[str]] = json.loads(completed.stdout)
+    answers: list[list[dict[str, Any]]] = json.loads(completed.stdout)
     return answers
 
 
+def console_code(error: dict[str, Any]) -> ProblemCode:
+    """The server's code for an error the console reports under Ajv's keyword name."""
+    name, params = error["name"], error["params"]
+    if name == "contains":
+        only_max = "maxContains" in params and "minContains" not in params
+        return ProblemCode.MAX_CONTAINS if only_max else ProblemCode.MIN_CONTAINS
+    if name == "oneOf":
+        return ProblemCode.ONE_OF_MANY if "passingSchemas" in params else ProblemCode.ANY_OF
+    renamed = {
+        "additionalProperties": ProblemCode.UNDECLARED,
+        "unevaluatedProperties": ProblemCode.UNDECLARED,
+        "false schema": ProblemCode.FALSE_SCHEMA,
+        "unevaluatedItems": ProblemCode.FALSE_SCHEMA,
+    }
+    return renamed.get(name) or ProblemCode(name)
+
+
 @pytest.fixture(scope="module")
-def console() -> dict[str, list[str]]:
-    return {name: messages for (name, _, _), messages in zip(CASES, console_messages(CASES), strict=True)}
+def console() -> dict[str, list[dict[str, Any]]]:
+    return {name: errors for (name, _, _), errors in zip(CASES, console_errors(CASES), strict=True)}
 
 
 @pytest.mark.parametrize(("name", "schema", "data"), CASES, ids=[c[0] for c in CASES])
 def test_the_console_and_the_server_say_the_same_words(
-    console: dict[str, list[str]], name: str, schema: dict[str, Any], data: dict[str, Any]
+    console: dict[str, list[dict[str, Any]]], name: str, schema: dict[str, Any], data: dict[str, Any]
 ) -> None:
     # GIVEN data that breaks one keyword / WHEN both sides check it
     problems = FormValidator(schema).problems(data, refuse_undeclared=False)
     server = [item["message"] for item in wording.messages(problems)]
-    # THEN they refuse it with the same sentence, which names the field and shows no code
+    # THEN they find the same problem, by the same code (the JSON Schema keyword that refuses the value) ...
     assert server, name
-    assert sorted(server) == sorted(console[name])
+    assert sorted(p.code for p in problems) == sorted(console_code(e) for e in console[name])
+    # ... and refuse it with the same sentence, which names the field and shows no code
+    assert sorted(server) == sorted(e["message"] for e in console[name])
     assert all("'" not in m and "\\" not in m for m in server), server
 
 
