@@ -5,13 +5,17 @@
 // compile the schema or validating throws. Run by tests/differential/test_ajv_agreement.py.
 import Ajv2020 from "ajv/dist/2020.js";
 import createAjvInstance from "@rjsf/validator-ajv8/lib/createAjvInstance.js";
+import { SUITE_FORMATS } from "../../shared/agentturn/web/src/formats.mjs";
 
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
 const { cases } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 
-// One instance, as in the console (its validator keeps one Ajv for every form it shows).
+// One instance, as in the console (its validator keeps one Ajv for every form it shows), with the formats
+// ajv-formats gets wrong by the JSON Schema Test Suite replaced as the console replaces them (web/src/formats.mjs;
+// DISAGREEMENTS.md): Ajv is the independent judge of the keywords, the suite of those formats.
 const ajv = createAjvInstance(undefined, undefined, {}, undefined, Ajv2020);
+for (const [name, check] of Object.entries(SUITE_FORMATS)) ajv.addFormat(name, check);
 const answers = cases.map(({ schema, data }) => {
   let validate;
   try {

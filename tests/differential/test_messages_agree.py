@@ -1,8 +1,10 @@
 """The console's own checks and the server say the same words for the same problem.
 
 One case per keyword (and per format), each with data that breaks exactly that keyword; the server's message
-(agentturn/forms/wording.py) and the console's (web/src/form_messages.mjs, through the validator the
-console runs, web/src/validator.mjs) must be equal.
+and the console's (web/src/form_messages.mjs, through the validator the console runs, web/src/validator.mjs)
+must be equal. The server's side is made as the submit route makes it: validation finds the problems as codes
+(agentturn/forms/validation.py, no words), and agentturn/forms/wording.py, the one place words are made,
+says them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from agentturn.forms import wording
 from agentturn.forms.formats import FORMATS
+from agentturn.forms.problems import ProblemCode
 from agentturn.forms.validation import FormValidator
 from tests.differential.test_ajv_agreement import ROOT, pytestmark  # noqa: F401 - same needs (node, npm ci)
 
@@ -63,6 +67,10 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     ("additional-properties", {"type": "object", "properties": {"a": {}}, "additionalProperties": False}, {"b": 1}),
     ("not", _field({"not": {"const": "x"}}), {"v": "x"}),
+    ("any-of", _field({"anyOf": [{"type": "integer"}, {"const": "a"}]}), {"v": "b"}),
+    ("one-of-many", _field({"oneOf": [{"type": "integer"}, {"minimum": 0}]}), {"v": 1}),
+    ("max-contains", _field({"type": "array", "contains": {"const": 1}, "maxContains": 1}), {"v": [1, 1]}),
+    ("property-names", _field({"type": "object", "propertyNames": {"maxLength": 2}}), {"v": {"long": 1}}),
     ("false", _field({}, properties={"v": False}), {"v": 1}),
     ("nested-title", {"type": "object", "properties": {"o": {
         "type": "object", "title": "Address", "properties": {"zip": {"type": "string", "title": "ZIP"}}}}},
@@ -80,7 +88,7 @@ CASES += [
 ] + [("format-regex", _field({"format": "regex"}), {"v": "("})]
 
 
-def console_messages(cases: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[list[str]]:
+def console_errors(cases: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[list[dict[str, Any]]]:
     completed = subprocess.run(
         ["node", str(SCRIPT)],
         input=json.dumps({"cases": [{"schema": s, "data": d} for _, s, d in cases]}).encode(),
@@ -89,22 +97,67 @@ def console_messages(cases: list[tuple[str, dict[str, Any], dict[str, Any]]]) ->
         timeout=120,
         check=True,
     )
-    answers: list[list[str]] = json.loads(completed.stdout)
+    answers: list[list[dict[str, Any]]] = json.loads(completed.stdout)
     return answers
 
 
+def console_code(error: dict[str, Any]) -> ProblemCode:
+    """The server's code for an error the console reports under Ajv's keyword name."""
+    name, params = error["name"], error["params"]
+    if name == "contains":
+        only_max = "maxContains" in params and "minContains" not in params
+        return ProblemCode.MAX_CONTAINS if only_max else ProblemCode.MIN_CONTAINS
+    if name == "oneOf":
+        return ProblemCode.ONE_OF_MANY if "passingSchemas" in params else ProblemCode.ANY_OF
+    renamed = {
+        "additionalProperties": ProblemCode.UNDECLARED,
+        "unevaluatedProperties": ProblemCode.UNDECLARED,
+        "false schema": ProblemCode.FALSE_SCHEMA,
+        "unevaluatedItems": ProblemCode.FALSE_SCHEMA,
+    }
+    return renamed.get(name) or ProblemCode(name)
+
+
 @pytest.fixture(scope="module")
-def console() -> dict[str, list[str]]:
-    return {name: messages for (name, _, _), messages in zip(CASES, console_messages(CASES), strict=True)}
+def console() -> dict[str, list[dict[str, Any]]]:
+    return {name: errors for (name, _, _), errors in zip(CASES, console_errors(CASES), strict=True)}
 
 
 @pytest.mark.parametrize(("name", "schema", "data"), CASES, ids=[c[0] for c in CASES])
 def test_the_console_and_the_server_say_the_same_words(
-    console: dict[str, list[str]], name: str, schema: dict[str, Any], data: dict[str, Any]
+    console: dict[str, list[dict[str, Any]]], name: str, schema: dict[str, Any], data: dict[str, Any]
 ) -> None:
     # GIVEN data that breaks one keyword / WHEN both sides check it
-    server = [p["message"] for p in FormValidator(schema).validate(data, refuse_undeclared=False)]
-    # THEN they refuse it with the same sentence, which names the field and shows no code
+    problems = FormValidator(schema).problems(data, refuse_undeclared=False)
+    server = [item["message"] for item in wording.messages(problems)]
+    # THEN they find the same problem, by the same code (the JSON Schema keyword that refuses the value) ...
     assert server, name
-    assert sorted(server) == sorted(console[name])
+    assert sorted(p.code for p in problems) == sorted(console_code(e) for e in console[name])
+    # ... and refuse it with the same sentence, which names the field and shows no code
+    assert sorted(server) == sorted(e["message"] for e in console[name])
     assert all("'" not in m and "\\" not in m for m in server), server
+
+
+#: Codes only the server answers: about the submission as a whole, or a check that ran out of time (the browser
+#: has no budget: DISAGREEMENTS.md), or about a property part 2 of the rule refuses.
+SERVER_ONLY = {
+    ProblemCode.NOT_AN_OBJECT,
+    ProblemCode.NOT_JSON,
+    ProblemCode.TOO_LARGE,
+    ProblemCode.TOO_DEEP,
+    ProblemCode.OUT_OF_TIME,
+    ProblemCode.TOO_MANY,
+    ProblemCode.UNUSABLE_SCHEMA,
+    ProblemCode.NOT_CHECKED_IN_TIME,
+    ProblemCode.NAME_NOT_CHECKED_IN_TIME,
+}
+
+
+def test_every_code_a_person_can_meet_in_both_places_is_compared() -> None:
+    # GIVEN the cases above / WHEN the server checks each
+    found = {p.code for _, schema, data in CASES for p in FormValidator(schema).problems(data, refuse_undeclared=False)}
+    # THEN together they produce every code the console can also produce: none is worded on one side only
+    missing = set(ProblemCode) - SERVER_ONLY - found
+    assert missing == set(), sorted(missing)
+    # AND every code has its sentence in the one place words are made
+    assert set(wording._SENTENCES) == set(ProblemCode)

@@ -300,3 +300,51 @@ def test_a_catastrophic_pattern_is_validated_in_bounded_time(count_: int) -> Non
         budget_ms=str(int(PATTERN_BUDGET_SECONDS * 1000)),
         **{f"worst_ms_{count_}_values": int(elapsed * 1000)},
     )
+
+
+# ---------------------------------------------------------------------- formats under the budget
+
+
+UNCHECKED = "could not be checked in time; please shorten it."
+WEB_ADDRESS = "a web address such as https://example.com"
+
+
+def _formats_stack() -> Stack:
+    form = FormDefinition("code", "a rule and a site", {"type": "object", "properties": {
+        "rule": {"type": "string", "format": "regex"},
+        "site": {"type": "string", "format": "url"},
+    }})  # fmt: skip
+    agent = Agent(
+        id="code-agent", instructions="", chat_model=ScriptedChatModel(_code_model), tools=[UserInputTool(forms=[form])]
+    )
+    base = memory_stack()
+    return Stack(base.store, base.memory, base.clock, agents=[agent])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        # The ECMA regex parser recursed once per group: RecursionError, a 500 with a 250 KB traceback.
+        ({"rule": "(" * 400 + ")" * 400}, {"path": "/rule", "message": f"rule {UNCHECKED}"}),
+        # ajv-formats' url expression: 9.4 s of CPU on a 24 KB value in the submit Lambda.
+        ({"site": "http://" + ":" * 24_000}, {"path": "/site", "message": f"site must be {WEB_ADDRESS}."}),
+    ],
+    ids=["nested-regex", "long-url"],
+)  # fmt: skip
+def test_a_format_value_built_to_exhaust_the_server_is_a_422_within_the_budget(
+    data: dict[str, Any], error: dict[str, str]
+) -> None:
+    # GIVEN a turn waiting on a form with a "regex" and a "url" field
+    stack = _formats_stack()
+    view = stack.start_ticket("formats", agent_id="code-agent", text="rule please")
+    before = stack.stored(view["turnId"])
+    # WHEN a value shaped to exhaust the check is submitted
+    started = time.monotonic()
+    answer = stack.submit(Stack.submit_event(view["turnId"], view["suspension"]["actionId"], {"data": data}, "k"))
+    elapsed = time.monotonic() - started
+    # THEN it is a 422 naming the field, within the budget (plus the request's own cost), and nothing changed
+    assert answer.status == 422, answer.body[:2000]
+    assert answer.json["errors"] == [error]
+    assert elapsed < 1.5, elapsed
+    assert stack.stored(view["turnId"]) == before

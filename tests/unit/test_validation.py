@@ -418,3 +418,158 @@ def test_a_validation_over_its_cpu_budget_is_refused_in_plain_words(monkeypatch:
     assert problems == [
         {"path": "", "message": "This form could not be checked in time; please shorten what you entered."}
     ]
+
+
+# ---------------------------------------------------------------- one pass: problems as data, words afterwards
+
+
+def test_problems_are_codes_with_their_data_and_no_words() -> None:
+    # GIVEN a form with a titled, bounded number and a required field
+    from agentturn.forms.problems import FormProblem, ProblemCode, Subject
+
+    schema = {
+        "type": "object",
+        "properties": {"age": {"type": "integer", "minimum": 18, "title": "Age"}, "name": {"type": "string"}},
+        "required": ["name"],
+    }
+    # WHEN a submission breaks both
+    problems = form_validator(schema).problems({"age": 17})
+    # THEN each problem is a code with its data: where, what, the numbers it needs; no sentence anywhere
+    form = Subject()
+    assert problems == [
+        FormProblem(("age",), ProblemCode.MINIMUM, Subject("Age", "age", form), {"limit": 18}),
+        FormProblem(("name",), ProblemCode.REQUIRED, Subject(None, "name", form), {}),
+    ]
+    assert [p.pointer for p in problems] == ["/age", "/name"]
+
+
+def test_validation_never_calls_into_wording_while_it_walks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN wording that fails loudly if anyone asks it for a sentence
+    from agentturn.forms import wording
+    from agentturn.forms.validation import form_problems
+
+    calls: list[str] = []
+    for name in dir(wording):
+        value = getattr(wording, name)
+        if callable(value) and getattr(value, "__module__", "") == wording.__name__:
+
+            def refuse(*_: Any, __name: str = name, **__: Any) -> str:
+                raise AssertionError(f"validation called wording.{__name} while it validated")
+
+            monkeypatch.setattr(wording, name, refuse)
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "minLength": 3, "pattern": "^x", "format": "email"},
+            "l": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+            "o": {"anyOf": [{"type": "integer"}, {"const": "z"}]},
+        },
+        "required": ["r"],
+        "additionalProperties": False,
+    }
+    # WHEN a submission with a problem of nearly every kind is checked
+    problems = form_problems(schema, {"a": "y", "l": [1, 1, "x"], "o": "q", "extra": 1})
+    # THEN the walk found them all without a single word
+    assert len(problems) >= 6
+    # AND the words are made afterwards, in one call, by the one place that makes them
+    monkeypatch.undo()
+    real_messages = wording.messages
+
+    def counted(found: Any) -> list[dict[str, str]]:
+        calls.append("messages")
+        return real_messages(found)
+
+    monkeypatch.setattr(wording, "messages", counted)
+    items = validate_form_data(schema, {"a": "y", "l": [1, 1, "x"], "o": "q", "extra": 1})
+    assert calls == ["messages"]
+    assert {i["path"] for i in items} == {"/a", "/l", "/l/2", "/o", "/r", "/extra"}
+
+
+# ---------------------------------------------------------------- every check under the budget
+
+
+@pytest.mark.parametrize(
+    ("fmt", "value", "valid"),
+    [
+        ("url", "http://" + "a-" * 12_000, False),  # ajv-formats' host labels: (?:[a-z0-9\u00a1-\uffff]+-)*...
+        ("url", "http://" + "a" * 24_000 + "!", False),
+        ("url", "http://" + ":" * 24_000, False),
+        ("url", "http://" + "a." * 12_000 + "!", False),
+        ("url", "http://" + "a-" * 12_000 + "a.com", True),
+        ("url", "http://u:p@" + "a" * 24_000 + ".com:8080/" + "@" * 20, True),
+        ("uri", "a:" + "/" * 24_000 + "\u0000", False),
+        ("uri", "a://" + "a" * 24_000 + "\u0000", False),
+        ("uri-reference", "//" + "a" * 24_000 + "\u0000", False),
+        ("email", "a@" + "a-" * 12_000, False),
+        ("email", "a" * 24_000, False),
+        ("hostname", "a" * 24_000, False),
+        ("date-time", "2024-01-01T" + "0" * 24_000, False),
+        ("regex", "(" * 12_000, False),
+        ("regex", "a*" * 2_000, True),
+        ("regex", "\\u0041" * 1_000, True),
+        ("regex", "a{1}" * 1_000, True),
+        ("regex", "a" * 60_000, None),  # valid; read within the budget or refused as not checked in time
+        ("byte", "QUJD" * 15_000 + "!", False),
+    ],
+    ids=lambda v: v if not isinstance(v, str) or len(v) < 20 else v[:12] + "…",
+)
+def test_a_format_check_on_a_long_value_is_answered_within_the_budget(fmt: str, value: str, valid: bool | None) -> None:
+    # GIVEN a form with a format, and a value near the size limit shaped to make a backtracking matcher explode
+    import time
+
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}}
+    form_validator(schema)
+    # WHEN it is submitted
+    started = time.thread_time()
+    problems = validate_form_data(schema, {"v": value})
+    spent = time.thread_time() - started
+    # THEN the answer (a problem that names the field) comes within the submission's CPU budget
+    if valid is not None:
+        assert [p["path"] for p in problems] == ([] if valid else ["/v"]), problems
+    assert spent < 0.6, f"{fmt}: {spent:.2f} s"
+
+
+def test_a_deeply_nested_regex_value_is_a_field_problem_not_a_crash() -> None:
+    # GIVEN a form asking for a regular expression
+    schema = {"type": "object", "properties": {"r": {"type": "string", "format": "regex", "title": "Rule"}}}
+    # WHEN someone submits 400 nested groups (the parser used to recurse once per group: RecursionError)
+    problems = validate_form_data(schema, {"r": "(" * 400 + ")" * 400})
+    # THEN it is refused as that field's problem, in words
+    assert problems == [{"path": "/r", "message": "Rule could not be checked in time; please shorten it."}]
+    # AND moderate nesting is still judged as JavaScript would
+    assert validate_form_data(schema, {"r": "(" * 20 + "a" + ")" * 20}) == []
+    assert [p["path"] for p in validate_form_data(schema, {"r": "(" * 20 + "a"})] == ["/r"]
+
+
+def test_a_deeply_nested_pattern_is_refused_when_the_form_is_built() -> None:
+    from agentturn import FormDefinition
+
+    with pytest.raises(ValueError, match="nested"):
+        FormDefinition(
+            "f", "d", {"type": "object", "properties": {"p": {"type": "string", "pattern": "(" * 400 + ")" * 400}}}
+        )
+
+
+# ---------------------------------------------------------------- multipleOf, exactly where doubles cannot
+
+
+@pytest.mark.parametrize(
+    ("value", "step", "valid"),
+    [
+        (2**53 + 1, 3, True),  # 9007199254740993 = 3 × 3002399751580331; as a double it is ...992
+        (2**53 + 2, 3, False),
+        (7 * (10**29 + 1), 7, True),
+        (7 * (10**29 + 1), 10, False),
+        (2**53 + 1, 2, False),
+        (2**53 + 1, 0.5, True),
+        (2**64, 0.1, True),
+        (1e308, 0.123456789, False),  # JSON Schema Test Suite, draft 2020-12, optional/float-overflow
+        (1e308, 1e-10, True),  # exactly 10^318: a whole number of 1e-10
+        (1e308, 3e-10, False),
+        (0.075, 0.01, False),  # within the doubles: as Ajv with multipleOfPrecision 8 (0.07 is a multiple)
+        (0.07, 0.01, True),
+    ],
+)
+def test_multiple_of_is_exact_where_doubles_would_round(value: float, step: float, valid: bool) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "number", "multipleOf": step}}}
+    assert (validate_form_data(schema, {"n": value}) == []) is valid

@@ -15,16 +15,22 @@ be seen in the text of a pattern. Anything subtler is still bounded: matching ru
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
 import regex
 
+from agentturn.forms.ecma_properties import BINARY, GENERAL_CATEGORY, SCRIPT, WITH_VALUE
+
 MAX_CODE_POINT: Final = 0x10FFFF
 _INFINITE: Final = -1
 #: An outer repetition above this many rounds over a body that can repeat on its own is refused.
 _NESTED_REPEAT_LIMIT: Final = 10
+#: Groups (and lookarounds) nested deeper than this are refused: the parser recurses once per level, and a
+#: value of the ``regex`` format (an 800-character ``((((…))))``) must not be able to exhaust the stack.
+MAX_NESTING: Final = 64
 
 Ranges = list[tuple[int, int]]
 
@@ -50,6 +56,8 @@ _CONTROL_ESCAPES: Final = {"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B
 
 class PatternError(ValueError):
     """A pattern that is not a valid ECMA-262 ``u``-mode regular expression, or one that cannot be run safely."""
+
+    too_complex = False
 
     def __init__(self, pattern: str, reason: str) -> None:
         super().__init__(f"pattern {pattern!r}: {reason}")
@@ -84,7 +92,19 @@ def _class(ranges: Ranges, properties: list[str], *, negate: bool = False) -> st
     return f"[{'^' if negate else ''}{items}]"
 
 
+# The small lexical pieces, matched in place (``match(pattern, pos)``: never a copy of the rest of the pattern,
+# which made a long pattern quadratic).
+_QUANTIFIER: Final = regex.compile(r"\{([0-9]+)(?:(,)([0-9]*))?\}")
+_GROUP_NAME: Final = regex.compile(r"[$_\p{ID_Start}][$\p{ID_Continue}\u200c\u200d]*>")
+_BACKREFERENCE: Final = regex.compile(r"[0-9]+|k<[^>]*>")
+_HEX2: Final = regex.compile(r"[0-9A-Fa-f]{2}")
+_HEX4: Final = regex.compile(r"[0-9A-Fa-f]{4}")
+_BRACED_HEX: Final = regex.compile(r"\{([0-9A-Fa-f]+)\}")
+_LOW_SURROGATE: Final = regex.compile(r"\\u(D[C-F][0-9A-F]{2})", flags=regex.IGNORECASE)
+_PROPERTY: Final = regex.compile(r"\{([A-Za-z_]+(?:=[A-Za-z_0-9]+)?)\}")
+
 _WORD_CLASS: Final = _class(_WORD, [])
+_DOT: Final = _class(_LINE_TERMINATORS, [], negate=True)
 _BOUNDARY: Final = f"(?:(?<={_WORD_CLASS})(?!{_WORD_CLASS})|(?<!{_WORD_CLASS})(?={_WORD_CLASS}))"
 _NOT_BOUNDARY: Final = f"(?:(?<={_WORD_CLASS})(?={_WORD_CLASS})|(?<!{_WORD_CLASS})(?!{_WORD_CLASS}))"
 
@@ -99,12 +119,17 @@ class _Node:
 
 
 class _Parser:
-    def __init__(self, pattern: str, *, unicode: bool, safe: bool = True) -> None:
+    def __init__(self, pattern: str, *, unicode: bool, safe: bool = True, seconds: float | None = None) -> None:
+        # A value of the ``regex`` format is parsed within what its submission has left (never a pattern of a
+        # form: those are parsed once, when the form is built).
+        self.deadline = None if seconds is None else time.perf_counter() + seconds
+        self.terms = 0
         self.safe = safe  # False: a syntax check only (the ``regex`` format), nothing will be run
         self.source = pattern
         self.pattern = pattern
         self.unicode = unicode
         self.pos = 0
+        self.depth = 0
         self.group_names: set[str] = set()
 
     # -- helpers
@@ -114,6 +139,14 @@ class _Parser:
     def peek(self, offset: int = 0) -> str:
         at = self.pos + offset
         return self.pattern[at] if at < len(self.pattern) else ""
+
+    def enter(self) -> None:
+        """One level deeper into groups; :class:`PatternError` (marked ``too_complex``) past :data:`MAX_NESTING`."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            error = self.fail(f"groups nested more than {MAX_NESTING} deep")
+            error.too_complex = True
+            raise error
 
     def eat(self, text: str) -> bool:
         if self.pattern.startswith(text, self.pos):
@@ -142,12 +175,19 @@ class _Parser:
         terms: list[_Node] = []
         while self.pos < len(self.pattern) and self.peek() not in "|)":
             terms.append(self.term())
-        nullable = all(t.nullable for t in terms)
-        # The sequence repeats on its own when one term does and every other may match nothing.
-        loops = any(t.loops and all(o.nullable for o in terms if o is not t) for t in terms)
+        solid = sum(1 for t in terms if not t.nullable)
+        nullable = solid == 0
+        # The sequence repeats on its own when one term does and every other may match nothing (counted once,
+        # not per term: a pattern of many terms costs linear time).
+        loops = any(t.loops and solid - (0 if t.nullable else 1) == 0 for t in terms)
         return _Node("".join(t.text for t in terms), nullable=nullable, loops=loops)
 
     def term(self) -> _Node:
+        self.terms += 1
+        if self.deadline is not None and self.terms % 256 == 0 and time.perf_counter() > self.deadline:
+            error = self.fail("too long to check in time")
+            error.too_complex = True
+            raise error
         char = self.peek()
         if char == "^":
             self.pos += 1
@@ -155,13 +195,16 @@ class _Parser:
         if char == "$":
             self.pos += 1
             return self.assertion("\\Z")
-        if self.eat("\\b"):
-            return self.assertion(_BOUNDARY)
-        if self.eat("\\B"):
-            return self.assertion(_NOT_BOUNDARY)
+        if char == "\\" and self.peek(1) in ("b", "B"):
+            self.pos += 2
+            return self.assertion(_BOUNDARY if self.pattern[self.pos - 1] == "b" else _NOT_BOUNDARY)
+        if char != "(" or self.peek(1) != "?":
+            return self.quantified(self.atom())
         for opener, emitted in (("(?=", "(?="), ("(?!", "(?!"), ("(?<=", "(?<="), ("(?<!", "(?<!")):
             if self.eat(opener):
+                self.enter()
                 inner = self.disjunction()
+                self.depth -= 1
                 if not self.eat(")"):
                     raise self.fail("unterminated group")
                 if not self.unicode and opener in ("(?=", "(?!"):
@@ -177,7 +220,7 @@ class _Parser:
         return _Node(text, nullable=True, loops=False)
 
     def quantifier_ahead(self) -> bool:
-        return regex.match(r"\{[0-9]+(?:,[0-9]*)?\}", self.pattern[self.pos :]) is not None
+        return _QUANTIFIER.match(self.pattern, self.pos) is not None
 
     def quantified(self, atom: _Node) -> _Node:
         char = self.peek()
@@ -185,9 +228,9 @@ class _Parser:
             self.pos += 1
             low, high = {"*": (0, _INFINITE), "+": (1, _INFINITE), "?": (0, 1)}[char]
         elif char == "{" and self.quantifier_ahead():
-            match = regex.match(r"\{([0-9]+)(?:(,)([0-9]*))?\}", self.pattern[self.pos :])
+            match = _QUANTIFIER.match(self.pattern, self.pos)
             assert match is not None
-            self.pos += match.end()
+            self.pos = match.end()
             low = int(match.group(1))
             high = low if match.group(2) is None else (int(match.group(3)) if match.group(3) else _INFINITE)
             if high != _INFINITE and high < low:
@@ -220,7 +263,7 @@ class _Parser:
             raise self.fail("unexpected end")
         if char == ".":
             self.pos += 1
-            return _Node(_class(_LINE_TERMINATORS, [], negate=True), nullable=False, loops=False)
+            return _Node(_DOT, nullable=False, loops=False)
         if char == "[":
             return _Node(self.character_class(), nullable=False, loops=False)
         if char == "(":
@@ -229,16 +272,18 @@ class _Parser:
             if self.eat("?:"):
                 opener = "(?:"
             elif self.eat("?<"):
-                name = regex.match(r"[$_\p{ID_Start}][$\p{ID_Continue}\u200c\u200d]*>", self.pattern[self.pos :])
+                name = _GROUP_NAME.match(self.pattern, self.pos)
                 if name is None:
                     raise self.fail("invalid group name")
                 if name.group(0) in self.group_names:
                     raise self.fail(f"duplicate group name {name.group(0)[:-1]!r}")
                 self.group_names.add(name.group(0))
-                self.pos += name.end()
+                self.pos = name.end()
             elif self.peek() == "?":
                 raise self.fail("invalid group")
+            self.enter()
             inner = self.disjunction()
+            self.depth -= 1
             if not self.eat(")"):
                 raise self.fail("unterminated group")
             return _Node(f"{opener}{inner.text})", nullable=inner.nullable, loops=inner.loops)
@@ -252,7 +297,7 @@ class _Parser:
         elif char in ")]}" and self.unicode:
             raise self.fail(f"lone {char!r}")
         self.pos += 1
-        return _Node(regex.escape(char, special_only=False), nullable=False, loops=False)
+        return _Node(char if char.isalnum() or char == "_" else "\\" + char, nullable=False, loops=False)
 
     # -- escapes
     def atom_escape(self) -> str:
@@ -261,10 +306,10 @@ class _Parser:
         if (char.isdigit() and char != "0") or char == "k":
             if self.safe:
                 raise self.fail("backreferences are not supported")
-            backreference = regex.match(r"[0-9]+|k<[^>]*>", self.pattern[self.pos :])
+            backreference = _BACKREFERENCE.match(self.pattern, self.pos)
             if backreference is None:
                 raise self.fail("invalid \\k escape")
-            self.pos += backreference.end()
+            self.pos = backreference.end()
             return "(?:)"
         ranges, properties, negate = self.class_escape_set()
         if ranges is not None:
@@ -281,23 +326,32 @@ class _Parser:
             return (ranges if char.islower() else _complement(ranges)), [], False
         if char in ("p", "P") and self.unicode:
             self.pos += 1
-            match = regex.match(r"\{([A-Za-z_]+(?:=[A-Za-z_0-9]+)?)\}", self.pattern[self.pos :])
+            match = _PROPERTY.match(self.pattern, self.pos)
             if match is None:
                 raise self.fail("invalid Unicode property escape")
-            self.pos += match.end()
+            self.pos = match.end()
             name = match.group(1)
-            if "=" in name:
-                key, _, value = name.partition("=")
-                if key not in ("General_Category", "gc", "Script", "sc", "Script_Extensions", "scx"):
+            key, equals, value = name.partition("=")
+            # ECMA-262's names exactly (no loose matching): what JavaScript refuses is refused here, and what it
+            # accepts is handed to ``regex`` by its canonical name, which ``regex`` cannot read otherwise.
+            if equals:
+                canonical_key = WITH_VALUE.get(key)
+                table = GENERAL_CATEGORY if canonical_key == "General_Category" else SCRIPT
+                canonical = table.get(value) if canonical_key else None
+                if canonical is None:
                     raise self.fail(f"unknown Unicode property {name!r}")
-                name = (
-                    f"{ {'gc': 'General_Category', 'sc': 'Script', 'scx': 'Script_Extensions'}.get(key, key) }={value}"
-                )
-            escape = f"\\{char}{{{name}}}"
+                canonical = f"{canonical_key}={canonical}"
+            elif name in GENERAL_CATEGORY:
+                canonical = f"General_Category={GENERAL_CATEGORY[name]}"
+            elif name in BINARY:
+                canonical = BINARY[name]
+            else:
+                raise self.fail(f"unknown Unicode property {name!r}")
+            escape = f"\\{char}{{{canonical}}}"
             try:
                 regex.compile(escape)
             except regex.error as exc:
-                raise self.fail(f"unknown Unicode property {name!r}") from exc
+                raise self.fail(f"Unicode property {name!r} is not supported on the server") from exc
             return [], [escape], False
         return None, [], False
 
@@ -321,7 +375,7 @@ class _Parser:
             self.pos += 1
             return 0
         if char == "x":
-            match = regex.match(r"[0-9A-Fa-f]{2}", self.pattern[self.pos + 1 :])
+            match = _HEX2.match(self.pattern, self.pos + 1)
             if match is None:
                 if not self.unicode:  # Annex B: the letter x
                     self.pos += 1
@@ -349,14 +403,13 @@ class _Parser:
         raise self.fail(f"invalid escape \\{char}")
 
     def unicode_escape(self) -> int:
-        rest = self.pattern[self.pos + 1 :]
-        if self.unicode and rest.startswith("{"):
-            match = regex.match(r"\{([0-9A-Fa-f]+)\}", rest)
+        if self.unicode and self.pattern.startswith("{", self.pos + 1):
+            match = _BRACED_HEX.match(self.pattern, self.pos + 1)
             if match is None or int(match.group(1), 16) > MAX_CODE_POINT:
                 raise self.fail("invalid \\u{...} escape")
-            self.pos += 1 + match.end()
+            self.pos = match.end()
             return int(match.group(1), 16)
-        match = regex.match(r"[0-9A-Fa-f]{4}", rest)
+        match = _HEX4.match(self.pattern, self.pos + 1)
         if match is None:
             if not self.unicode:  # Annex B: a \u that starts no escape is the letter u
                 self.pos += 1
@@ -366,7 +419,7 @@ class _Parser:
         code = int(match.group(0), 16)
         # In u-mode an escaped surrogate pair is one code point, as JavaScript reads it.
         if self.unicode and 0xD800 <= code <= 0xDBFF:
-            low = regex.match(r"\\u(D[C-F][0-9A-F]{2})", self.pattern[self.pos :], flags=regex.IGNORECASE)
+            low = _LOW_SURROGATE.match(self.pattern, self.pos)
             if low is not None:
                 self.pos += 6
                 return 0x10000 + ((code - 0xD800) << 10) + (int(low.group(1), 16) - 0xDC00)
@@ -423,11 +476,18 @@ class _Parser:
         return self.character_escape(in_class=True)
 
 
-def is_valid_syntax(pattern: str, *, unicode: bool) -> bool:
-    """Whether JavaScript would compile ``pattern`` (backreferences and nested repetition included)."""
+def is_valid_syntax(pattern: str, *, unicode: bool, seconds: float | None = None) -> bool:
+    """Whether JavaScript would compile ``pattern`` (backreferences and nested repetition included).
+
+    Linear in the pattern's length; a pattern nested deeper than :data:`MAX_NESTING` cannot be judged here and
+    raises its :class:`PatternError` (``too_complex``) rather than answering either way, and so does one that
+    takes longer than ``seconds`` to read.
+    """
     try:
-        _Parser(pattern, unicode=unicode, safe=False).parse()
-    except PatternError:
+        _Parser(pattern, unicode=unicode, safe=False, seconds=seconds).parse()
+    except PatternError as exc:
+        if exc.too_complex:
+            raise
         return False
     return True
 

@@ -12,30 +12,38 @@ The rule (README, "Validation rule"): a submission is accepted if and only if
    ``not``, ``if`` and ``contains`` declare nothing: they are conditions, not declarations.
 
 Each frozen schema is compiled once (:func:`form_validator`, cached); checking one submission is bounded in
-CPU time, in the size and depth of the data, in pattern-matching time and in the number of errors reported.
+CPU time, in the size and depth of the data, in pattern- and format-matching time and in the number of errors
+reported.
+
+The walk finds problems as data (:class:`agentturn.forms.problems.FormProblem`: a path, a code, its params) and
+never words them; :mod:`agentturn.forms.wording` makes the sentences afterwards, once, in
+:func:`validate_form_data` (or wherever a caller of :meth:`FormValidator.problems` needs them).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import operator
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any, Final
 
 import regex
 
-from agentturn.forms import wording as say
+from agentturn.forms import wording
 from agentturn.forms.ecma_regex import compile_ecma
-from agentturn.forms.formats import FORMATS
+from agentturn.forms.formats import FORMATS, NotCheckedInTime
 from agentturn.forms.formats import warm as warm_format
+from agentturn.forms.problems import FORM, FormProblem, ProblemCode, Subject
 from agentturn.forms.schema_rules import SchemaRefusedError, check_form_schema, resolve_pointer
 
-#: All ``pattern``/``patternProperties`` matching of one submission shares this many seconds, counted while
-#: matching only (never an import or a compilation: both happen before). A pattern that backtracks badly costs
-#: at most this long; the value is then refused as "could not be checked in time".
+#: All ``pattern``/``patternProperties`` and ``format`` matching of one submission shares this many seconds,
+#: counted while matching only (never an import or a compilation: both happen before). A pattern that backtracks
+#: badly costs at most this long; the value is then refused as "could not be checked in time".
 PATTERN_BUDGET_SECONDS: Final = 0.1
 #: CPU time (of the validating thread) one submission may take in all; over it, the submission is refused.
 VALIDATION_CPU_SECONDS: Final = 0.5
@@ -48,7 +56,10 @@ MAX_ERRORS: Final = 50
 CACHE_SIZE: Final = 256
 
 Path = tuple[str | int, ...]
+#: What :func:`validate_form_data` answers per problem: ``{"path": JSON Pointer, "message"}``.
 Problem = dict[str, str]
+#: Integers beyond this are not exact as doubles: ``multipleOf`` judges them exactly.
+_EXACT_DOUBLE: Final = 2**53
 
 
 class _OutOfTime(Exception):
@@ -70,18 +81,30 @@ class _Budget:
         if self.calls % 32 == 0 and time.thread_time() > self.deadline:
             raise _OutOfTime
 
-    def search(self, compiled: regex.Pattern[str], text: str) -> bool | None:
-        """Whether the pattern matches somewhere in ``text``; ``None`` when the pattern budget ran out."""
+    def search(self, compiled: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+        """The first match of the pattern in ``text`` (the :class:`agentturn.forms.formats.Matcher` of this run);
+        :class:`NotCheckedInTime` when the pattern budget runs out."""
         if self.pattern_left <= 0:
-            return None
+            raise NotCheckedInTime
         started = time.perf_counter()
         try:
-            return compiled.search(text, timeout=self.pattern_left) is not None
+            return compiled.search(text, timeout=self.pattern_left)
         except TimeoutError:
             self.pattern_left = 0
-            return None
+            raise NotCheckedInTime from None
         finally:
             self.pattern_left -= time.perf_counter() - started
+
+    def seconds_left(self) -> float:
+        """What is left of the submission's CPU budget (reading a ``regex`` value is not pattern matching)."""
+        return max(0.0, self.deadline - time.thread_time())
+
+    def matches(self, compiled: regex.Pattern[str], text: str) -> bool | None:
+        """Whether the pattern matches somewhere in ``text``; ``None`` when the pattern budget ran out."""
+        try:
+            return self.search(compiled, text) is not None
+        except NotCheckedInTime:
+            return None
 
 
 def canonical(value: Any) -> Any:
@@ -119,14 +142,26 @@ def _is_type(value: Any, name: str) -> bool:
     return value is None
 
 
-def _js_multiple(value: float, step: float) -> bool:
-    """Ajv's ``multipleOf`` with @rjsf's ``multipleOfPrecision: 8``: 0.07 is a multiple of 0.01."""
+def _decimal(number: float) -> Fraction:
+    """A JSON number's exact value as written in its shortest form (``repr``; JavaScript's ``String`` writes the
+    same digits), so 0.1 is one tenth, as its author meant, not the double nearest to it."""
+    return Fraction(number) if isinstance(number, int) else Fraction(repr(number))
+
+
+def is_multiple(value: float, step: float) -> bool:
+    """``multipleOf``: Ajv's answer with @rjsf's ``multipleOfPrecision: 8`` (0.07 is a multiple of 0.01: the
+    quotient of the doubles is within 1e-8 of a whole number) wherever the doubles hold the numbers; exactly in
+    decimal where they do not: an integer beyond 2^53 (the console cannot hold one; the server keeps what was
+    sent, DISAGREEMENTS.md) and a quotient beyond the doubles (``1e308`` / ``0.123456789``, which Ajv passes as
+    Infinity and JSON Schema refuses; the console's ``web/src/multiple_of.mjs`` judges it the same exact way)."""
+    if isinstance(value, int) and abs(value) > _EXACT_DOUBLE:
+        return (_decimal(value) / _decimal(step)).denominator == 1
     try:
         quotient = float(value) / float(step)
     except OverflowError:
-        return True  # JavaScript reads such a number as Infinity, and Infinity passes there
+        quotient = math.inf
     if not math.isfinite(quotient):
-        return True
+        return (_decimal(value) / _decimal(step)).denominator == 1
     return not abs(math.floor(quotient + 0.5) - quotient) > 1e-8
 
 
@@ -134,7 +169,7 @@ class _Result:
     __slots__ = ("declared", "errors", "items", "props")
 
     def __init__(self) -> None:
-        self.errors: list[tuple[Path, str]] = []
+        self.errors: list[FormProblem] = []
         self.props: set[str] = set()
         self.items: set[int] = set()
         self.declared: dict[Path, set[str]] = {}
@@ -192,7 +227,7 @@ class _Schema:
         assert self.ref is not None
         return self.compiler.pointer(self.ref)
 
-    def label_for(self, fallback: str) -> str:
+    def known_title(self) -> str | None:
         """The title a person knows this value by: this node's, else that of what it refers to."""
         node: _Schema | None = self
         for _ in range(8):  # reference chains are acyclic (schema_rules); 8 hops is plenty for a title
@@ -201,13 +236,14 @@ class _Schema:
             if node.title:
                 return node.title
             node = node.target() if node.ref is not None else None
-        return fallback
+        return None
 
-    def hint(self) -> tuple[str | None, Any | None]:
+    def hint(self) -> dict[str, Any]:
+        """The schema's own hints for a value that does not match its ``pattern``."""
         description = self.node.get("description")
         examples = self.node.get("examples")
         example = examples[0] if isinstance(examples, list) and examples else None
-        return (description if isinstance(description, str) else None), example
+        return {"description": description if isinstance(description, str) else None, "example": example}
 
 
 class _Compiler:
@@ -234,10 +270,19 @@ class _Compiler:
         return self.compile(resolve_pointer(self.root, ref))
 
 
-def _child_label(schema: _Schema, key: str | int, parent_label: str) -> str:
-    if isinstance(key, int):
-        return schema.title + f" {key + 1}" if schema.title else f"{parent_label}, entry {key + 1}"
-    return schema.label_for(key)
+def _child(schema: _Schema, key: str | int, parent: Subject) -> Subject:
+    """The subject of the value at ``key`` in ``parent``: a list entry by its schema's own title, a property by
+    the title it is known by (through ``$ref`` too)."""
+    return parent.child(key, schema.title if isinstance(key, int) else schema.known_title())
+
+
+#: The number bounds: keyword, its problem, and when a value is out of it.
+_BOUNDS: Final[tuple[tuple[str, ProblemCode, Callable[[Any, Any], bool]], ...]] = (
+    ("maximum", ProblemCode.MAXIMUM, operator.gt),
+    ("exclusiveMaximum", ProblemCode.EXCLUSIVE_MAXIMUM, operator.ge),
+    ("minimum", ProblemCode.MINIMUM, operator.lt),
+    ("exclusiveMinimum", ProblemCode.EXCLUSIVE_MINIMUM, operator.le),
+)
 
 
 class _Run:
@@ -246,48 +291,54 @@ class _Run:
     def __init__(self) -> None:
         self.budget = _Budget()
 
-    def check(self, s: _Schema, inst: Any, path: Path, label: str, collect: bool) -> _Result:
+    def check(self, s: _Schema, inst: Any, path: Path, subject: Subject, collect: bool) -> _Result:
         self.budget.tick()
         r = _Result()
         if s.always is True:
             return r
         if s.always is False:
-            r.errors.append((path, say.not_allowed(label)))
+            r.errors.append(FormProblem(path, ProblemCode.FALSE_SCHEMA, subject))
             return r
         n = s.node
 
-        def fail(message: str, at: Path = path) -> bool:
-            r.errors.append((at, message))
+        def fail(
+            code: ProblemCode, params: dict[str, Any] | None = None, *, at: Path = path, about: Subject = subject
+        ) -> bool:
+            r.errors.append(FormProblem(at, code, about, params or {}))
             return not collect
 
         if s.ref is not None:
-            sub = self.check(s.target(), inst, path, label, collect)
+            sub = self.check(s.target(), inst, path, subject, collect)
             r.take(sub, annotations=not sub.errors, declared=True)
             if sub.errors and not collect:
                 return r
-        if s.types is not None and not any(_is_type(inst, t) for t in s.types) and fail(say.wrong_type(label, s.types)):
+        if (
+            s.types is not None
+            and not any(_is_type(inst, t) for t in s.types)
+            and fail(ProblemCode.TYPE, {"types": s.types})
+        ):
             return r
-        if s.enum is not None and canonical(inst) not in s.enum and fail(say.enum(label, n["enum"])):
+        if s.enum is not None and canonical(inst) not in s.enum and fail(ProblemCode.ENUM, {"values": n["enum"]}):
             return r
-        if "const" in n and canonical(inst) != s.const and fail(say.const(label, n["const"])):
+        if "const" in n and canonical(inst) != s.const and fail(ProblemCode.CONST, {"value": n["const"]}):
             return r
-        if _is_number(inst) and self._number(s, inst, label, fail):
+        if _is_number(inst) and self._number(s, inst, fail):
             return r
-        if isinstance(inst, str) and self._string(s, inst, label, fail):
+        if isinstance(inst, str) and self._string(s, inst, fail):
             return r
-        if _is_number(inst) and self._number_format(s, inst, label, fail):
+        if _is_number(inst) and self._number_format(s, inst, fail):
             return r
-        if isinstance(inst, list) and self._array(s, inst, path, label, collect, r, fail):
+        if isinstance(inst, list) and self._array(s, inst, path, subject, collect, r, fail):
             return r
-        if isinstance(inst, dict) and self._object(s, inst, path, label, collect, r, fail):
+        if isinstance(inst, dict) and self._object(s, inst, path, subject, collect, r, fail):
             return r
-        if self._in_place(s, inst, path, label, collect, r, fail):
+        if self._in_place(s, inst, path, subject, collect, r, fail):
             return r
         if isinstance(inst, list) and s.unevaluated_items is not None:
             for index, item in enumerate(inst):
                 if index not in r.items:
-                    item_label = _child_label(s.unevaluated_items, index, label)
-                    sub = self.check(s.unevaluated_items, item, (*path, index), item_label, collect)
+                    item_subject = _child(s.unevaluated_items, index, subject)
+                    sub = self.check(s.unevaluated_items, item, (*path, index), item_subject, collect)
                     r.take(sub, annotations=False, declared=True)
                     if sub.errors and not collect:
                         return r
@@ -297,10 +348,10 @@ class _Run:
                 if key in r.props:
                     continue
                 if s.unevaluated_props.always is False:
-                    if fail(say.undeclared(key), (*path, key)):
+                    if fail(ProblemCode.UNDECLARED, {"name": key}, at=(*path, key), about=subject.child(key, None)):
                         return r
                     continue
-                sub = self.check(s.unevaluated_props, value, (*path, key), key, collect)
+                sub = self.check(s.unevaluated_props, value, (*path, key), subject.child(key, None), collect)
                 r.take(sub, annotations=False, declared=True)
                 r.declare(path, [key])
                 if sub.errors and not collect:
@@ -308,63 +359,64 @@ class _Run:
             r.props.update(inst)
         return r
 
-    def _number(self, s: _Schema, inst: float, label: str, fail: Callable[..., bool]) -> bool:
+    @staticmethod
+    def _number(s: _Schema, inst: float, fail: Callable[..., bool]) -> bool:
         n = s.node
         if (
             "multipleOf" in n
-            and not _js_multiple(inst, n["multipleOf"])
-            and fail(say.multiple_of(label, n["multipleOf"]))
+            and not is_multiple(inst, n["multipleOf"])
+            and fail(ProblemCode.MULTIPLE_OF, {"multipleOf": n["multipleOf"]})
         ):
             return True
-        if "maximum" in n and inst > n["maximum"] and fail(say.maximum(label, n["maximum"], exclusive=False)):
-            return True
-        if (
-            "exclusiveMaximum" in n
-            and inst >= n["exclusiveMaximum"]
-            and fail(say.maximum(label, n["exclusiveMaximum"], exclusive=True))
-        ):
-            return True
-        if "minimum" in n and inst < n["minimum"] and fail(say.minimum(label, n["minimum"], exclusive=False)):
-            return True
-        return (
-            "exclusiveMinimum" in n
-            and inst <= n["exclusiveMinimum"]
-            and fail(say.minimum(label, n["exclusiveMinimum"], exclusive=True))
-        )
+        for keyword, code, out_of_range in _BOUNDS:
+            if keyword in n and out_of_range(inst, n[keyword]) and fail(code, {"limit": n[keyword]}):
+                return True
+        return False
 
-    @staticmethod
-    def _number_format(s: _Schema, inst: float, label: str, fail: Callable[..., bool]) -> bool:
+    def _number_format(self, s: _Schema, inst: float, fail: Callable[..., bool]) -> bool:
         fmt = s.format
         return (
             fmt is not None
             and fmt.applies_to == "number"
-            and not fmt.check(inst)
-            and fail(say.format_(label, fmt.label))
+            and not fmt.check(inst, self.budget)
+            and fail(ProblemCode.FORMAT, {"format": s.node["format"]})
         )
 
-    def _string(self, s: _Schema, inst: str, label: str, fail: Callable[..., bool]) -> bool:
+    def _string(self, s: _Schema, inst: str, fail: Callable[..., bool]) -> bool:
         n = s.node
-        if "minLength" in n and len(inst) < n["minLength"] and fail(say.min_length(label, n["minLength"])):
+        if "minLength" in n and len(inst) < n["minLength"] and fail(ProblemCode.MIN_LENGTH, {"limit": n["minLength"]}):
             return True
-        if "maxLength" in n and len(inst) > n["maxLength"] and fail(say.max_length(label, n["maxLength"])):
+        if "maxLength" in n and len(inst) > n["maxLength"] and fail(ProblemCode.MAX_LENGTH, {"limit": n["maxLength"]}):
             return True
         if s.pattern is not None:
-            matched = self.budget.search(s.pattern, inst)
-            if matched is None and fail(say.pattern_timeout(label)):
+            matched = self.budget.matches(s.pattern, inst)
+            if matched is None and fail(ProblemCode.NOT_CHECKED_IN_TIME):
                 return True
-            if matched is False and fail(say.pattern(label, *s.hint())):
+            if matched is False and fail(ProblemCode.PATTERN, s.hint()):
                 return True
-        if s.format is not None and s.format.applies_to == "string" and not s.format.check(inst):
-            return fail(say.format_(label, s.format.label))
+        if s.format is not None and s.format.applies_to == "string":
+            try:
+                valid = s.format.check(inst, self.budget)
+            except NotCheckedInTime:
+                return fail(ProblemCode.NOT_CHECKED_IN_TIME)
+            if not valid:
+                return fail(ProblemCode.FORMAT, {"format": n["format"]})
         return False
 
     def _array(
-        self, s: _Schema, inst: list[Any], path: Path, label: str, collect: bool, r: _Result, fail: Callable[..., bool]
+        self,
+        s: _Schema,
+        inst: list[Any],
+        path: Path,
+        subject: Subject,
+        collect: bool,
+        r: _Result,
+        fail: Callable[..., bool],
     ) -> bool:
         n = s.node
-        if "minItems" in n and len(inst) < n["minItems"] and fail(say.min_items(label, n["minItems"])):
+        if "minItems" in n and len(inst) < n["minItems"] and fail(ProblemCode.MIN_ITEMS, {"limit": n["minItems"]}):
             return True
-        if "maxItems" in n and len(inst) > n["maxItems"] and fail(say.max_items(label, n["maxItems"])):
+        if "maxItems" in n and len(inst) > n["maxItems"] and fail(ProblemCode.MAX_ITEMS, {"limit": n["maxItems"]}):
             return True
         if n.get("uniqueItems") is True:
             seen: dict[Any, int] = {}
@@ -372,7 +424,7 @@ class _Run:
                 self.budget.tick()
                 first = seen.setdefault(canonical(item), index)
                 if first != index:
-                    if fail(say.unique_items(label, first, index)):
+                    if fail(ProblemCode.UNIQUE_ITEMS, {"first": first, "second": index}):
                         return True
                     break
         for index, item in enumerate(inst):
@@ -382,23 +434,23 @@ class _Run:
                 schema = s.items
             else:
                 break
-            sub = self.check(schema, item, (*path, index), _child_label(schema, index, label), collect)
+            sub = self.check(schema, item, (*path, index), _child(schema, index, subject), collect)
             r.take(sub, annotations=False, declared=True)
             r.items.add(index)
             if sub.errors and not collect:
                 return True
         if s.contains is not None:
             matched = [
-                i for i, item in enumerate(inst) if not self.check(s.contains, item, (*path, i), label, False).errors
+                i for i, item in enumerate(inst) if not self.check(s.contains, item, (*path, i), subject, False).errors
             ]
             r.items.update(matched)
             low = n.get("minContains", 1)
-            if len(matched) < low and fail(say.min_contains(label, low)):
+            if len(matched) < low and fail(ProblemCode.MIN_CONTAINS, {"limit": low}):
                 return True
             if (
                 "maxContains" in n
                 and len(matched) > n["maxContains"]
-                and fail(say.max_contains(label, n["maxContains"]))
+                and fail(ProblemCode.MAX_CONTAINS, {"limit": n["maxContains"]})
             ):
                 return True
         return False
@@ -408,84 +460,89 @@ class _Run:
         s: _Schema,
         inst: dict[str, Any],
         path: Path,
-        label: str,
+        subject: Subject,
         collect: bool,
         r: _Result,
         fail: Callable[..., bool],
     ) -> bool:
         n = s.node
+
+        def field(name: str) -> Subject:
+            schema = s.properties.get(name)
+            return subject.child(name, schema.known_title() if schema else None)
+
         for name in n.get("required") or []:
-            if name not in inst:
-                sub_schema = s.properties.get(name)
-                if fail(say.required(sub_schema.label_for(name) if sub_schema else name), (*path, name)):
-                    return True
+            if name not in inst and fail(ProblemCode.REQUIRED, at=(*path, name), about=field(name)):
+                return True
         if (
             "minProperties" in n
             and len(inst) < n["minProperties"]
-            and fail(say.min_properties(label, n["minProperties"]))
+            and fail(ProblemCode.MIN_PROPERTIES, {"limit": n["minProperties"]})
         ):
             return True
         if (
             "maxProperties" in n
             and len(inst) > n["maxProperties"]
-            and fail(say.max_properties(label, n["maxProperties"]))
+            and fail(ProblemCode.MAX_PROPERTIES, {"limit": n["maxProperties"]})
         ):
             return True
         for trigger, needed in (n.get("dependentRequired") or {}).items():
             if trigger in inst:
                 for name in needed:
-                    if name not in inst:
-                        sub_schema = s.properties.get(name)
-                        trigger_schema = s.properties.get(trigger)
-                        message = say.dependent_required(
-                            sub_schema.label_for(name) if sub_schema else name,
-                            trigger_schema.label_for(trigger) if trigger_schema else trigger,
-                        )
-                        if fail(message, (*path, name)):
-                            return True
+                    if name not in inst and fail(
+                        ProblemCode.DEPENDENT_REQUIRED, {"trigger": field(trigger)}, at=(*path, name), about=field(name)
+                    ):
+                        return True
         declared: set[str] = set()
         for key, value in inst.items():
             applying: list[_Schema] = []
             if key in s.properties:
                 applying.append(s.properties[key])
             for compiled, schema in s.pattern_properties:
-                matched = self.budget.search(compiled, key)
-                if matched is None and fail(say.pattern_timeout(f"“{key}”"), (*path, key)):
+                matched = self.budget.matches(compiled, key)
+                if matched is None and fail(ProblemCode.NAME_NOT_CHECKED_IN_TIME, {"name": key}, at=(*path, key)):
                     return True
                 if matched:
                     applying.append(schema)
             if not applying and s.additional is not None:
                 if s.additional.always is False:
-                    if fail(say.undeclared(key), (*path, key)):
+                    if fail(ProblemCode.UNDECLARED, {"name": key}, at=(*path, key)):
                         return True
                     continue
                 applying.append(s.additional)
             if applying:
                 declared.add(key)
             for schema in applying:
-                sub = self.check(schema, value, (*path, key), schema.label_for(key), collect)
+                sub = self.check(schema, value, (*path, key), _child(schema, key, subject), collect)
                 r.take(sub, annotations=False, declared=True)
                 if sub.errors and not collect:
                     return True
             if s.property_names is not None:
-                sub = self.check(s.property_names, key, (*path, key), f"“{key}”", False)
-                if sub.errors and fail(say.property_name(key), (*path, key)):
+                sub = self.check(s.property_names, key, (*path, key), subject.child(key, None), False)
+                if sub.errors and fail(ProblemCode.PROPERTY_NAME, {"name": key}, at=(*path, key)):
                     return True
         r.props |= declared
         r.declare(path, declared)
         for trigger, schema in s.dependent_schemas.items():
             if trigger in inst:
-                sub = self.check(schema, inst, path, label, collect)
+                sub = self.check(schema, inst, path, subject, collect)
                 r.take(sub, annotations=not sub.errors, declared=True)
                 if sub.errors and not collect:
                     return True
         return False
 
     def _in_place(
-        self, s: _Schema, inst: Any, path: Path, label: str, collect: bool, r: _Result, fail: Callable[..., bool]
+        self,
+        s: _Schema,
+        inst: Any,
+        path: Path,
+        subject: Subject,
+        collect: bool,
+        r: _Result,
+        fail: Callable[..., bool],
     ) -> bool:
         for schema in s.all_of:
-            sub = self.check(schema, inst, path, label, collect)
+            sub = self.check(schema, inst, path, subject, collect)
             r.take(sub, annotations=not sub.errors, declared=True)
             if sub.errors and not collect:
                 return True
@@ -494,38 +551,38 @@ class _Run:
                 continue
             passed = 0
             for schema in branches:
-                sub = self.check(schema, inst, path, label, False)
+                sub = self.check(schema, inst, path, subject, False)
                 if not sub.errors:
                     passed += 1
                     r.take(sub, annotations=True, declared=True)
-            if passed == 0 and fail(say.any_of(label)):
+            if passed == 0 and fail(ProblemCode.ANY_OF):
                 return True
-            if one and passed > 1 and fail(say.one_of_many(label)):
+            if one and passed > 1 and fail(ProblemCode.ONE_OF_MANY):
                 return True
-        if s.not_ is not None and not self.check(s.not_, inst, path, label, False).errors and fail(say.not_(label)):
+        if s.not_ is not None and not self.check(s.not_, inst, path, subject, False).errors and fail(ProblemCode.NOT):
             return True
         if s.if_ is not None:
-            condition = self.check(s.if_, inst, path, label, False)
+            condition = self.check(s.if_, inst, path, subject, False)
             branch = s.then if not condition.errors else s.else_
             if not condition.errors:
                 r.props |= condition.props
                 r.items |= condition.items
             if branch is not None:
-                sub = self.check(branch, inst, path, label, collect)
+                sub = self.check(branch, inst, path, subject, collect)
                 r.take(sub, annotations=not sub.errors, declared=True)
                 if sub.errors and not collect:
                     return True
         return False
 
 
-def _undeclared(data: Any, declared: dict[Path, set[str]], path: Path, problems: list[tuple[Path, str]]) -> None:
+def _undeclared(data: Any, declared: dict[Path, set[str]], path: Path, problems: list[FormProblem]) -> None:
     if isinstance(data, dict):
         allowed = declared.get(path, set())
         for key, value in data.items():
             if key in allowed:
                 _undeclared(value, declared, (*path, key), problems)
             else:
-                problems.append(((*path, key), say.undeclared(key)))
+                problems.append(FormProblem((*path, key), ProblemCode.UNDECLARED, params={"name": key}))
     elif isinstance(data, list):
         for index, item in enumerate(data):
             _undeclared(item, declared, (*path, index), problems)
@@ -545,8 +602,10 @@ def _depth(data: Any) -> int:
     return deepest
 
 
-def pointer(path: Path) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+def _distinct(problem: FormProblem) -> tuple[Any, ...]:
+    """Two problems that are the same data (a field required by two ``allOf`` branches) are reported once."""
+    params = json.dumps(problem.params, sort_keys=True, default=repr, ensure_ascii=False)
+    return (problem.path, problem.code, problem.subject, params)
 
 
 class FormValidator:
@@ -555,43 +614,46 @@ class FormValidator:
     def __init__(self, schema: dict[str, Any]) -> None:
         check_form_schema(schema)
         self._compiled = _Compiler(json.loads(json.dumps(schema))).top
-        self._label = "The form"
 
-    def validate(self, data: Any, *, refuse_undeclared: bool = True) -> list[Problem]:
-        """Every problem with ``data`` as ``{"path": JSON Pointer, "message"}``; empty when it is accepted.
+    def problems(self, data: Any, *, refuse_undeclared: bool = True) -> list[FormProblem]:
+        """Every problem with ``data``, as codes and their data, ordered by path; empty when it is accepted.
 
         ``refuse_undeclared=False`` checks part 1 of the rule alone (plain JSON Schema, what Ajv answers): the
         differential tests compare that with the browser.
         """
         if not isinstance(data, dict):
-            return [{"path": "", "message": say.not_an_object()}]
+            return [FormProblem((), ProblemCode.NOT_AN_OBJECT)]
         try:
             size = len(json.dumps(data, ensure_ascii=False, allow_nan=False).encode())
         except (TypeError, ValueError):
-            return [{"path": "", "message": say.not_json()}]
+            return [FormProblem((), ProblemCode.NOT_JSON)]
         if size > MAX_DATA_BYTES:
-            return [{"path": "", "message": say.too_large(MAX_DATA_BYTES)}]
+            return [FormProblem((), ProblemCode.TOO_LARGE, params={"limit": MAX_DATA_BYTES})]
         if _depth(data) > MAX_DATA_DEPTH:
-            return [{"path": "", "message": say.too_deep(MAX_DATA_DEPTH)}]
+            return [FormProblem((), ProblemCode.TOO_DEEP, params={"limit": MAX_DATA_DEPTH})]
         run = _Run()
         try:
-            result = run.check(self._compiled, data, (), self._label, True)
+            result = run.check(self._compiled, data, (), FORM, True)
             result.declare((), [])
             found = list(result.errors)
             if refuse_undeclared:
                 _undeclared(data, result.declared, (), found)
         except _OutOfTime:
-            return [{"path": "", "message": say.out_of_time()}]
-        problems: list[Problem] = []
-        seen: set[tuple[str, str]] = set()
-        for path, message in sorted(found, key=lambda e: [str(p) for p in e[0]]):
-            key = (pointer(path), message)
+            return [FormProblem((), ProblemCode.OUT_OF_TIME)]
+        problems: list[FormProblem] = []
+        seen: set[tuple[Any, ...]] = set()
+        for problem in sorted(found, key=lambda p: [str(part) for part in p.path]):
+            key = _distinct(problem)
             if key not in seen:
                 seen.add(key)
-                problems.append({"path": key[0], "message": message})
+                problems.append(problem)
         if len(problems) > MAX_ERRORS:
-            problems = [*problems[:MAX_ERRORS], {"path": "", "message": say.too_many(MAX_ERRORS)}]
+            problems = [*problems[:MAX_ERRORS], FormProblem((), ProblemCode.TOO_MANY, params={"shown": MAX_ERRORS})]
         return problems
+
+    def validate(self, data: Any, *, refuse_undeclared: bool = True) -> list[Problem]:
+        """Every problem with ``data`` as ``{"path": JSON Pointer, "message"}``; empty when it is accepted."""
+        return wording.messages(self.problems(data, refuse_undeclared=refuse_undeclared))
 
 
 _cache: OrderedDict[str, FormValidator | SchemaRefusedError] = OrderedDict()
@@ -622,14 +684,23 @@ def form_validator(schema: dict[str, Any]) -> FormValidator:
     return found
 
 
-def validate_form_data(schema: dict[str, Any], data: Any) -> list[Problem]:
-    """Every problem with ``data`` as ``{"path": JSON Pointer, "message"}``; empty when it is accepted.
+def form_problems(schema: dict[str, Any], data: Any) -> list[FormProblem]:
+    """Every problem with ``data`` under ``schema`` (both parts of the rule), as codes with their data.
 
-    A schema that :mod:`agentturn.forms.schema_rules` refuses (only possible for one frozen before those rules) accepts
-    nothing: the answer is one problem that says so.
+    A schema that :mod:`agentturn.forms.schema_rules` refuses (only possible for one frozen before those rules)
+    accepts nothing: the answer is one problem that says so.
     """
     try:
         validator = form_validator(schema)
     except SchemaRefusedError as exc:
-        return [{"path": "", "message": say.unusable_schema(str(exc))}]
-    return validator.validate(data)
+        return [FormProblem((), ProblemCode.UNUSABLE_SCHEMA, params={"reason": str(exc)})]
+    return validator.problems(data)
+
+
+def validate_form_data(schema: dict[str, Any], data: Any) -> list[Problem]:
+    """Every problem with ``data`` as ``{"path": JSON Pointer, "message"}``; empty when it is accepted.
+
+    One pass: :func:`form_problems` walks the data once and finds the problems as data; :mod:`agentturn.forms.wording`
+    words them once, after the walk.
+    """
+    return wording.messages(form_problems(schema, data))

@@ -12,10 +12,10 @@ const TYPE_NAMES = {
   null: "empty",
 };
 
-// What each format expects, as agentturn/forms/formats.py words it.
+// What each format expects, as agentturn/forms/wording.py (FORMAT_EXPECTED) words it.
 export const FORMAT_LABELS = {
   date: "a date such as 2024-05-31",
-  time: "a time such as 09:30:00",
+  time: "a time with its offset such as 09:30:00Z",
   "date-time": "a date and time such as 2024-05-31T09:30:00Z",
   duration: "a duration such as P3DT4H",
   uri: "a full web address such as https://example.com/page",

@@ -1,6 +1,6 @@
 // The one change the console makes to a bundled package, as an esbuild plugin (used by build.mjs and by the
 // differential test, so both run the same code): @cfworker/json-schema checks `multipleOf` exactly in decimal,
-// the server (agentturn/forms/validation.py `_js_multiple`) as Ajv does under rjsf's `multipleOfPrecision: 8`,
+// the server (agentturn/forms/validation.py `is_multiple`) as Ajv does under rjsf's `multipleOfPrecision: 8`,
 // where 0.07 is a multiple of 0.01. The console must refuse exactly what the server refuses.
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";

@@ -1,14 +1,15 @@
 // The console's JSON Schema validator: @cfworker/json-schema, which interprets a schema instead of compiling it
 // to a function, so the page needs no CSP 'unsafe-eval' (Ajv's `compile` builds code with `new Function`).
 // Draft 2020-12, as the server validates (agentturn/forms/validation.py); formats are ajv-formats' own definitions
-// (regular expressions and plain functions, no code generation) plus rjsf's `data-url` and `color`, which is
-// what the server's agentturn/forms/formats.py was made to agree with. tests/differential/test_browser_validator.py
+// (regular expressions and plain functions, no code generation) except those formats.mjs defines again as the
+// JSON Schema Test Suite wants them, plus rjsf's `data-url` and `color`: what agentturn/forms/formats.py checks. tests/differential/test_browser_validator.py
 // compares its answers with the server's on the differential corpus.
 //
 // `validator` below implements rjsf's ValidatorType, so react-jsonschema-form runs on it unchanged; its errors
 // are shaped like Ajv's (keyword, instancePath, params) so form_messages.mjs says them in the server's words.
 import { Validator, format as FORMATS } from "@cfworker/json-schema";
 import { fullFormats } from "ajv-formats/dist/formats.js";
+import { SUITE_FORMATS } from "./formats.mjs";
 import { toErrorList, toErrorSchema } from "@rjsf/utils";
 
 // Copied from @rjsf/validator-ajv8's createAjvInstance (which would pull Ajv into the bundle).
@@ -31,7 +32,10 @@ function stringCheck(definition) {
 
 const NUMBER_FORMATS = {};
 for (const key of Object.keys(FORMATS)) delete FORMATS[key];
-for (const [name, definition] of Object.entries({ ...fullFormats, "data-url": DATA_URL_FORMAT_REGEX, color: COLOR_FORMAT_REGEX })) {
+// ajv-formats' definitions, with those it gets wrong (by the JSON Schema Test Suite) or slowly replaced by
+// formats.mjs, which defines them as the server does.
+const DEFINITIONS = { ...fullFormats, ...SUITE_FORMATS, "data-url": DATA_URL_FORMAT_REGEX, color: COLOR_FORMAT_REGEX };
+for (const [name, definition] of Object.entries(DEFINITIONS)) {
   if (definition && typeof definition === "object" && definition.type === "number") {
     NUMBER_FORMATS[name] = definition.validate;
     continue;
@@ -188,6 +192,15 @@ function asAjvError(root, error) {
     case "unevaluatedProperties":
       params[keyword === "additionalProperties" ? "additionalProperty" : "unevaluatedProperty"] = quoted(error.error);
       break;
+    case "propertyNames": {
+      // cfworker: `Property name "${key}" does not match schema.` (the key itself may hold quotes).
+      const prefix = 'Property name "';
+      const suffix = '" does not match schema.';
+      if (error.error.startsWith(prefix) && error.error.endsWith(suffix)) {
+        params.propertyName = error.error.slice(prefix.length, -suffix.length);
+      }
+      break;
+    }
     case "false":
       keyword = "false schema";
       break;
