@@ -1,0 +1,214 @@
+"""A FastMCP 4 server on 127.0.0.1 for the MCP tests, run in-process by uvicorn on a thread.
+
+Its tools: ``lookup`` (read-only, structured output), ``create_ticket`` (asks a form question through
+``input_required`` and answers with what the person gave), ``boom`` (fails), ``ask_forever`` (asks again on
+every retry), ``nested_question`` (a question outside MCP's form subset), ``huge_state`` (a 100 KB
+``requestState``), ``never_answers`` (holds the request open), ``wrong_output`` (breaks its own outputSchema).
+Every JSON-RPC exchange on ``/mcp`` is recorded raw (what the server received and what it sent), so a test
+can assert on the bytes; ``/garbage`` answers something that is not JSON-RPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as mt
+import uvicorn
+from fastmcp import Context, FastMCP
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SYSTEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "system": {"type": "string", "title": "Affected system", "minLength": 2},
+        "urgent": {"type": "boolean", "title": "Urgent"},
+    },
+    "required": ["system"],
+}
+
+
+@dataclass
+class Exchange:
+    request: dict[str, Any]
+    raw_request: bytes
+    response: bytes
+
+
+@dataclass
+class Recorder:
+    exchanges: list[Exchange] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def calls(self, tool: str) -> list[Exchange]:
+        with self.lock:
+            return [
+                e
+                for e in self.exchanges
+                if e.request.get("method") == "tools/call" and e.request.get("params", {}).get("name") == tool
+            ]
+
+    def count(self, method: str) -> int:
+        with self.lock:
+            return sum(1 for e in self.exchanges if e.request.get("method") == method)
+
+
+def _question(message: str, schema: dict[str, Any]) -> mt.ElicitRequest:
+    return mt.ElicitRequest(params=mt.ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def build_app() -> FastMCP:
+    app = FastMCP("desk")
+
+    @app.tool(annotations={"readOnlyHint": True})
+    def lookup(ticket: str) -> dict[str, Any]:
+        """Look a ticket up."""
+        return {"ticket": ticket, "state": "open"}
+
+    @app.tool
+    def create_ticket(title: str, ctx: Context) -> Any:
+        """Create a ticket; asks which system is affected."""
+        answers = ctx.input_responses or {}
+        answer = answers.get("system_question")
+        if answer is None or getattr(answer, "action", None) is None:
+            return mt.InputRequiredResult(
+                input_requests={"system_question": _question("Which system is affected?", SYSTEM_SCHEMA)},
+                request_state=f"ticket:{title}",
+            )
+        if answer.action != "accept":
+            return f"not created: the person chose {answer.action}"
+        content = answer.content or {}
+        urgent = content.get("urgent", False)
+        return f"created {title!r} for {content.get('system')} (urgent={urgent}, state={ctx.request_state})"
+
+    @app.tool
+    def boom() -> str:
+        """Always fails."""
+        raise RuntimeError("the ticket database is down")
+
+    @app.tool
+    def ask_forever(ctx: Context) -> Any:
+        """Asks again on every retry."""
+        count = int(ctx.request_state or "0") + 1
+        return mt.InputRequiredResult(
+            input_requests={f"q{count}": _question(f"Question {count}?", SYSTEM_SCHEMA)}, request_state=str(count)
+        )
+
+    @app.tool
+    def nested_question() -> Any:
+        """Asks with a nested schema."""
+        schema = {"type": "object", "properties": {"address": {"type": "object", "properties": {}}}}
+        return mt.InputRequiredResult(input_requests={"address": _question("Where?", schema)}, request_state="n")
+
+    @app.tool
+    def huge_state() -> Any:
+        """Sends 100 KB of state."""
+        return mt.InputRequiredResult(
+            input_requests={"ok": _question("Fine?", SYSTEM_SCHEMA)}, request_state="x" * 100_000
+        )
+
+    @app.tool
+    async def never_answers() -> str:
+        """Holds the request open."""
+        await asyncio.sleep(30)
+        return "late"
+
+    @app.tool(output_schema={"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]})
+    def wrong_output() -> Any:
+        """Returns structured content that breaks its schema."""
+        return mt.CallToolResult(content=[mt.TextContent(type="text", text="three")], structured_content={"count": "3"})
+
+    return app
+
+
+def recording(app: App, recorder: Recorder) -> App:
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        if scope["path"].startswith("/garbage"):
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": b"<html>not json-rpc</html>"})
+            return
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        raw = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            return await receive()
+
+        try:
+            request = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            request = {}
+        sent: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                sent.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    # Recorded before the last byte leaves: a client that has its answer finds the exchange here.
+                    with recorder.lock:
+                        recorder.exchanges.append(Exchange(request, raw, b"".join(sent)))
+            await send(message)
+
+        await app(scope, replay, capture)
+
+    return wrapped
+
+
+@dataclass
+class RunningServer:
+    url: str
+    garbage_url: str
+    recorder: Recorder
+    stop: Callable[[], None]
+
+
+def start() -> RunningServer:
+    recorder = Recorder()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    app = recording(build_app().http_app(), recorder)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    ready = threading.Event()
+    for _ in range(200):  # up to 10 s, polled
+        if server.started:
+            ready.set()
+            break
+        threading.Event().wait(0.05)
+    if not ready.is_set():
+        raise RuntimeError("the test MCP server did not start")
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+    return RunningServer(f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{port}/garbage", recorder, stop)
