@@ -14,6 +14,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,8 @@ class Exchange:
     request: dict[str, Any]
     raw_request: bytes
     response: bytes
+    #: time.monotonic() when the request reached the server
+    received_at: float = 0.0
 
 
 @dataclass
@@ -149,6 +152,7 @@ def recording(app: App, recorder: Recorder) -> App:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         raw = b"".join(chunks)
+        received_at = time.monotonic()
         replayed = False
 
         async def replay() -> Message:
@@ -170,7 +174,7 @@ def recording(app: App, recorder: Recorder) -> App:
                 if not message.get("more_body", False):
                     # Recorded before the last byte leaves: a client that has its answer finds the exchange here.
                     with recorder.lock:
-                        recorder.exchanges.append(Exchange(request, raw, b"".join(sent)))
+                        recorder.exchanges.append(Exchange(request, raw, b"".join(sent), received_at))
             await send(message)
 
         await app(scope, replay, capture)
