@@ -128,7 +128,7 @@ def test_a_servers_question_waits_three_days_and_the_retry_carries_its_state_byt
         "system_question": {"action": "accept", "content": {"system": "SSO", "urgent": True}}
     }
     assert params["arguments"] == {"title": "login down"}
-    assert params["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {"form": {}}}
+    assert params["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {"form": {}, "url": {}}}
     key = params["_meta"][IDEMPOTENCY_META_KEY]
     assert key == first.request["params"]["_meta"][IDEMPOTENCY_META_KEY] == f"{waiting.id}:call-1"
     # ... the model read the server's text, and the round's state left the snapshot with the call
@@ -154,6 +154,25 @@ def test_a_declined_question_is_sent_as_decline_and_the_model_reads_the_servers_
     assert done.status is TurnStatus.COMPLETED
     assert tool_result(done)["text"] == "not created: the person chose decline"
     assert done.cards[0].status is FormStatus.DECLINED
+
+
+def test_an_agent_that_redacts_answers_redacts_the_mcp_cards_once_the_call_completes(
+    memory: Backend, desk: RunningServer
+) -> None:
+    agent = mcp_agent(
+        MCPServer(desk.url, name="desk", approve="none"),
+        "desk__create_ticket",
+        {"title": "t"},
+        policy=ExecutionPolicy(redact_submitted_values=True),
+    )
+    runner = memory.runner([agent])
+    waiting = runner.run(agent, "conv-redact", "ticket")
+    done = runner.resume(waiting.id, ResumeCommand.submit_form(waiting.suspension.action_id, {"system": "SSO"}))
+    (card,) = done.cards
+    assert isinstance(card, FormMessage)
+    assert card.values_redacted and card.submitted_values is None
+    shown = [m for m in memory.memory("conv-redact").get_messages(50) if isinstance(m, FormMessage)]
+    assert [(m.values_redacted, m.submitted_values) for m in shown] == [(True, None)]
 
 
 def test_a_question_nobody_answers_in_time_is_sent_as_cancel(memory: Backend, desk: RunningServer) -> None:
@@ -216,6 +235,7 @@ def test_a_read_only_tool_runs_without_approval_and_its_structured_content_is_ch
         ("desk__nested_question", {}, {}, "MCP forms hold only primitive fields"),
         ("desk__huge_state", {}, {}, "bytes; at most 65536 are kept while a person answers"),
         ("desk__never_answers", {}, {"timeout": 1.0}, "did not answer tools/call within 1 s"),
+        ("desk__plain_http_link", {}, {}, "which is not an https:// URL"),
     ],
 )
 def test_a_failing_server_is_a_tool_error_the_model_reads_never_a_failed_turn(
@@ -238,6 +258,56 @@ def test_a_failing_server_is_a_tool_error_the_model_reads_never_a_failed_turn(
     assert result["status"] == "error"
     assert expected in result["message"]
     assert done.pending_cards() == []
+
+
+@pytest.mark.parametrize(("answer", "told"), [("accept", "connection: accept"), ("decline", "connection: decline")])
+def test_a_url_question_is_a_link_card_showing_the_domain_and_accept_is_consent(
+    memory: Backend, desk: RunningServer, answer: str, told: str
+) -> None:
+    # GIVEN a server that needs the person on its own page (URL mode)
+    agent = mcp_agent(MCPServer(desk.url, name="desk", approve="none"), "desk__connect_account", {})
+    runner = memory.runner([agent])
+    # WHEN the model calls the tool
+    waiting = runner.run(agent, f"conv-url-{answer}", "connect")
+    # THEN the card has nothing to fill in and shows the domain and the link as text
+    (card,) = waiting.pending_cards()
+    assert isinstance(card, FormMessage)
+    assert card.schema["properties"] == {}
+    assert card.schema["title"] == "desk asks you to open accounts.example.com"
+    assert mcp_server.CONNECT_URL in card.schema["description"]
+    assert waiting.suspension.metadata["origin"]["domain"] == "accounts.example.com"
+    # WHEN the person consents (submits) or declines, THEN the retry says so, with no content for a link
+    command = (
+        ResumeCommand.submit_form(card.action_id, {})
+        if answer == "accept"
+        else ResumeCommand.decline_input(card.action_id)
+    )
+    done = runner.resume(waiting.id, command)
+    assert desk.recorder.calls("connect_account")[-1].request["params"]["inputResponses"] == {
+        "connect": {"action": answer}
+    }
+    assert tool_result(done)["text"] == told
+
+
+def test_a_question_asked_again_under_its_key_opens_a_new_card_prefilled_with_the_last_answer(
+    memory: Backend, desk: RunningServer
+) -> None:
+    # GIVEN a server that re-asks (same key) when the answer does not satisfy it
+    agent = mcp_agent(MCPServer(desk.url, name="desk", approve="none"), "desk__strict_ticket", {})
+    runner = memory.runner([agent])
+    first = runner.run(agent, "conv-again", "ticket")
+    # WHEN the person answers "unknown"
+    again = runner.resume(first.id, ResumeCommand.submit_form(first.suspension.action_id, {"system": "unknown"}))
+    # THEN the turn waits on a new card of round 2, its field pre-filled with that answer; the first card stays
+    assert again.status is TurnStatus.WAITING_FOR_USER
+    assert again.suspension.action_id == "call-1~r2~0"
+    new_card = next(c for c in again.pending_cards())
+    assert isinstance(new_card, FormMessage)
+    assert new_card.schema["properties"]["system"]["default"] == "unknown"
+    assert [c.status for c in again.cards] == [FormStatus.SUBMITTED, FormStatus.PENDING]
+    # WHEN answered properly, THEN the call completes
+    done = runner.resume(again.id, ResumeCommand.submit_form(again.suspension.action_id, {"system": "SSO"}))
+    assert tool_result(done)["text"] == "created for SSO"
 
 
 def test_a_server_that_asks_forever_is_given_up_after_the_round_limit(memory: Backend, desk: RunningServer) -> None:

@@ -39,6 +39,9 @@ SYSTEM_SCHEMA: dict[str, Any] = {
 }
 
 
+CONNECT_URL = "https://accounts.example.com/connect?session=abc"
+
+
 @dataclass
 class Exchange:
     request: dict[str, Any]
@@ -95,6 +98,17 @@ def build_app() -> FastMCP:
         return f"created {title!r} for {content.get('system')} (urgent={urgent}, state={ctx.request_state})"
 
     @app.tool
+    def strict_ticket(ctx: Context) -> Any:
+        """Asks again, under the same key, until the system is not "unknown" (as a server that refuses an
+        expired or incomplete state re-asks)."""
+        answer = (ctx.input_responses or {}).get("system_question")
+        content = getattr(answer, "content", None) or {}
+        if content.get("system") in (None, "unknown"):
+            question = _question("Which system is affected?", SYSTEM_SCHEMA)
+            return mt.InputRequiredResult(input_requests={"system_question": question}, request_state="again")
+        return f"created for {content['system']}"
+
+    @app.tool
     def boom() -> str:
         """Always fails."""
         raise RuntimeError("the ticket database is down")
@@ -125,6 +139,23 @@ def build_app() -> FastMCP:
         """Holds the request open."""
         await asyncio.sleep(30)
         return "late"
+
+    @app.tool
+    def connect_account(ctx: Context) -> Any:
+        """Needs the person to connect an account on the server's own page (URL mode)."""
+        answer = (ctx.input_responses or {}).get("connect")
+        if answer is None:
+            link = mt.ElicitRequestURLParams(
+                mode="url", message="Connect your tracker account.", url=CONNECT_URL, elicitation_id="e1"
+            )
+            return mt.InputRequiredResult(input_requests={"connect": mt.ElicitRequest(params=link)}, request_state="c")
+        return f"connection: {answer.action}"
+
+    @app.tool
+    def plain_http_link() -> Any:
+        """Links to a plain-HTTP page elsewhere."""
+        link = mt.ElicitRequestURLParams(mode="url", message="Go", url="http://evil.example/pay", elicitation_id="e")
+        return mt.InputRequiredResult(input_requests={"pay": mt.ElicitRequest(params=link)}, request_state="p")
 
     @app.tool(output_schema={"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]})
     def wrong_output() -> Any:

@@ -23,7 +23,12 @@ from agentturn.state.turn import Suspension, SuspensionType, Turn, TurnPhase
 
 
 def round_action_id(call_id: str, round_number: int, position: int) -> str:
-    return f"{call_id}~r{round_number}~{position}"
+    return f"{round_prefix(call_id)}{round_number}~{position}"
+
+
+def round_prefix(call_id: str) -> str:
+    """What every round card's action id of ``call_id`` starts with."""
+    return f"{call_id}~r"
 
 
 def waited_call_id(suspension: Suspension) -> str:

@@ -27,7 +27,7 @@ from agentturn.engine import tool_results
 from agentturn.engine.clock import Clock
 from agentturn.engine.events import EventType
 from agentturn.engine.lease_keeper import LeaseKeeper
-from agentturn.engine.rounds import park_for_round
+from agentturn.engine.rounds import park_for_round, round_prefix
 from agentturn.engine.sequencer import EventSequencer
 from agentturn.engine.suspend import (
     InputTarget,
@@ -278,6 +278,9 @@ class ToolStep:
             # Like submitted form data: a round's state and answers lived only for the tool that asked.
             state.round_state = None
             state.round_answers = None
+            if policy_of(run, self._agents).redact_submitted_values:
+                for card in [c for c in turn.cards if c.action_id.startswith(round_prefix(call.id))]:
+                    redact_card(turn, card.message_id)
         if state is not None and state.submitted_form_data is not None:
             # Invariant 8: the submitted form data lived only for the tool that needed it.
             state.submitted_form_data = None

@@ -20,7 +20,7 @@ from agentturn.agents.tools import Tool, ToolContext
 from agentturn.forms.rounds import InputRequest, InputRound, InputRoundRequired
 from agentturn.forms.schema_rules import SchemaRefusedError
 from agentturn.forms.validation import form_validator, validate_form_data
-from agentturn.mcp.elicitation import ElicitationRefused, form_request, input_response
+from agentturn.mcp.elicitation import ElicitationRefused, form_request, input_response, url_request
 from agentturn.mcp.listing import MCPTool, namespaced
 from agentturn.mcp.server import MCPServer
 from agentturn.mcp.transport import MCPError, send
@@ -29,8 +29,8 @@ _log = logging.getLogger("agentturn.mcp")
 
 #: ``_meta`` key of agentturn's idempotency key on calls of tools that are not read-only
 IDEMPOTENCY_META_KEY = "io.github.agentturn/idempotencyKey"
-#: what this client can answer on a ``tools/call``: form-mode elicitation, durably (declared per request)
-CALL_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}}
+#: what this client can answer on a ``tools/call``: form- and URL-mode elicitation, durably (per request)
+CALL_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
 
 
 class MCPToolAdapter(Tool):
@@ -73,8 +73,11 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
     if round_ is not None:
         stored = _stored(server, tool, round_)
         params["arguments"] = stored["arguments"]
+        modes = stored.get("modes", {})
         params["inputResponses"] = {
-            key: input_response(round_.answers[key]) for key in stored["keys"] if key in round_.answers
+            key: input_response(round_.answers[key], modes.get(key, "form"))
+            for key in stored["keys"]
+            if key in round_.answers
         }
         if "requestState" in stored:
             params["requestState"] = stored["requestState"]
@@ -139,6 +142,7 @@ def _next_round(
     cards: list[InputRequest] = []
     for key, request in requests.items():
         cards.append(_card(server, key, request, round_))
+    modes = {card.key: str(card.origin.get("mode", "form")) for card in cards}
     stored: dict[str, Any] = {
         "server": server.name,
         "url": server.url,
@@ -147,6 +151,8 @@ def _next_round(
         "toolCallId": context.tool_call_id,
         "keys": list(requests),
     }
+    if any(mode != "form" for mode in modes.values()):
+        stored["modes"] = modes
     if state is not None:
         stored["requestState"] = state
     return InputRoundRequired(cards, {"mcp": stored})
@@ -159,14 +165,16 @@ def _card(server: MCPServer, key: str, request: Any, round_: InputRound | None) 
         # Only elicitation was declared: anything else breaks the server's side of the protocol.
         raise _ToolError(
             f"MCP server {server.name!r} asked {request.get('method')!r} for {key!r}; this client declared only "
-            "form elicitation"
+            "elicitation"
         )
     params = request["params"]
     mode = params.get("mode", "form")
-    if mode != "form":
+    if mode not in ("form", "url"):
         raise _ToolError(f"MCP server {server.name!r} asked in mode {mode!r}, which this client did not declare")
     previous = round_.answers.get(key) if round_ is not None else None
     try:
+        if mode == "url":
+            return url_request(server, key, params)
         return form_request(server, key, params, previous)
     except ElicitationRefused as exc:
         raise _ToolError(f"MCP server {server.name!r} asked a question agentturn will not show: {exc}") from None

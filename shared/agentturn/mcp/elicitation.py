@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentturn.forms.definitions import FormDefinition
 from agentturn.forms.rounds import InputRequest, RoundAction, RoundAnswer
@@ -110,8 +111,40 @@ def form_request(server: MCPServer, key: str, params: dict[str, Any], previous: 
     return InputRequest(key=key, form=form, origin={"kind": "mcp", "server": server.name, "mode": "form"})
 
 
-def input_response(answer: RoundAnswer) -> dict[str, Any]:
-    """An ``ElicitResult`` for one answer."""
-    if answer.action is RoundAction.ACCEPT:
+def url_request(server: MCPServer, key: str, params: dict[str, Any]) -> InputRequest:
+    """The card for one URL-mode request: no field to fill in, the domain in plain view, consent by "accept".
+
+    The card shows the message, the domain and the whole URL as text (the person opens it; the client never
+    does); submitting it is consent and retries the call, declining it says no. A link that is not HTTPS
+    (plain HTTP only to loopback) or that hides credentials is refused before anyone sees it.
+    """
+    from agentturn.mcp.server import is_loopback  # the one rule for plain HTTP
+
+    message = params.get("message")
+    url = params.get("url")
+    if not isinstance(message, str) or not message.strip():
+        raise ElicitationRefused(f"input request {key!r} has no message")
+    if not isinstance(url, str) or len(url) > 2048:
+        raise ElicitationRefused(f"input request {key!r} has no usable url")
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.scheme not in ("https", "http") or not host or (parts.scheme == "http" and not is_loopback(host)):
+        raise ElicitationRefused(f"input request {key!r} links to {url[:200]!r}, which is not an https:// URL")
+    if parts.username or parts.password:
+        raise ElicitationRefused(f"input request {key!r} links to a URL with credentials in it")
+    schema = {
+        "type": "object",
+        "title": f"{server.name} asks you to open {host}",
+        "description": f"{message}\n\nOpens {host}: {url}\nSubmit once you are done there, or decline.",
+        "properties": {},
+    }
+    form = FormDefinition(key, message, schema)
+    origin = {"kind": "mcp", "server": server.name, "mode": "url", "url": url, "domain": host}
+    return InputRequest(key=key, form=form, origin=origin)
+
+
+def input_response(answer: RoundAnswer, mode: str = "form") -> dict[str, Any]:
+    """An ``ElicitResult`` for one answer (a URL-mode accept is consent: it carries no content)."""
+    if answer.action is RoundAction.ACCEPT and mode == "form":
         return {"action": "accept", "content": dict(answer.content or {})}
     return {"action": answer.action.value}
