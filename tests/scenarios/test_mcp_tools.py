@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +25,7 @@ from agentturn import (
     TurnStatus,
     Worker,
 )
-from agentturn.mcp import MCPConfigError
+from agentturn.mcp import MCPConfigError, listing
 from agentturn.mcp.calls import IDEMPOTENCY_META_KEY
 from agentturn.mcp.listing import clear_cache
 from tests.scenarios.conftest import Backend, _memory_backend
@@ -366,6 +367,46 @@ def test_tools_are_listed_once_per_process_and_namespaced_per_server(desk: Runni
     assert one.tools["desk__lookup"].parameters["required"] == ["ticket"]
     one.tool_specs()
     assert desk.recorder.count("tools/list") == listed + 1  # two names, one URL and one identity: one listing
+
+
+def test_arguments_annotated_x_mcp_header_are_mirrored_into_headers(memory: Backend, desk: RunningServer) -> None:
+    agent = mcp_agent(MCPServer(desk.url, name="desk"), "desk__regional", {"region": "eu-ünï", "query": "q"})
+    done = memory.runner([agent]).run(agent, "conv-region", "go")
+    assert tool_result(done)["text"] == "q in eu-ünï"
+    headers = desk.recorder.calls("regional")[-1].headers
+    assert headers["mcp-param-region"] == "=?base64?" + base64.b64encode("eu-ünï".encode()).decode() + "?="
+    assert (headers["mcp-method"], headers["mcp-name"]) == ("tools/call", "regional")
+    assert headers["mcp-protocol-version"] == "2026-07-28"
+
+
+@pytest.mark.parametrize(
+    ("schema", "accepted"),
+    [
+        ({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}}, True),
+        ({"type": "object", "properties": {"r": {"type": "number", "x-mcp-header": "R"}}}, False),
+        ({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R R"}}}, False),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "R"}}},
+            },
+            False,
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string", "x-mcp-header": "R"},
+                    "b": {"type": "string", "x-mcp-header": "r"},
+                },
+            },
+            False,
+        ),
+    ],
+)
+def test_a_tool_whose_x_mcp_header_breaks_the_rules_is_not_offered(schema: dict[str, Any], accepted: bool) -> None:
+    entry = {"name": "t", "inputSchema": schema}
+    assert (listing._tool(MCPServer("https://x.example/mcp", name="x"), entry) is not None) is accepted
 
 
 @pytest.mark.parametrize(

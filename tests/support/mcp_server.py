@@ -17,11 +17,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import mcp_types as mt
 import uvicorn
 from fastmcp import Context, FastMCP
+from pydantic import Field
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -49,6 +50,8 @@ class Exchange:
     response: bytes
     #: time.monotonic() when the request reached the server
     received_at: float = 0.0
+    #: the request's HTTP headers, names lower-cased
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -107,6 +110,11 @@ def build_app() -> FastMCP:
             question = _question("Which system is affected?", SYSTEM_SCHEMA)
             return mt.InputRequiredResult(input_requests={"system_question": question}, request_state="again")
         return f"created for {content['system']}"
+
+    @app.tool(annotations={"readOnlyHint": True})
+    def regional(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], query: str) -> str:
+        """Runs a query in a region (the region is mirrored into a header)."""
+        return f"{query} in {region}"
 
     @app.tool
     def boom() -> str:
@@ -184,6 +192,7 @@ def recording(app: App, recorder: Recorder) -> App:
             more = message.get("more_body", False)
         raw = b"".join(chunks)
         received_at = time.monotonic()
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         replayed = False
 
         async def replay() -> Message:
@@ -205,7 +214,7 @@ def recording(app: App, recorder: Recorder) -> App:
                 if not message.get("more_body", False):
                     # Recorded before the last byte leaves: a client that has its answer finds the exchange here.
                     with recorder.lock:
-                        recorder.exchanges.append(Exchange(request, raw, b"".join(sent), received_at))
+                        recorder.exchanges.append(Exchange(request, raw, b"".join(sent), received_at, headers))
             await send(message)
 
         await app(scope, replay, capture)

@@ -86,7 +86,14 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
         params["_meta"] = {IDEMPOTENCY_META_KEY: context.idempotency_key}
     asked = round_.number if round_ is not None else 0
     while True:
-        result = send(server, "tools/call", params, capabilities=CALL_CAPABILITIES, name=tool.name)
+        result = send(
+            server,
+            "tools/call",
+            params,
+            capabilities=CALL_CAPABILITIES,
+            name=tool.name,
+            extra_headers=_param_headers(tool, params["arguments"]),
+        )
         result_type = result.get("resultType", "complete")  # servers before 2026-07-28 omit it
         state = result.get("requestState")
         if result_type != "input_required" or result.get("inputRequests") or not isinstance(state, str):
@@ -101,6 +108,20 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
     if result_type != "complete":
         raise _ToolError(f"MCP server {server.name!r} answered an unknown resultType {result_type!r}")
     return _complete(server, tool, result)
+
+
+def _param_headers(tool: MCPTool, arguments: dict[str, Any]) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers the tool's ``x-mcp-header`` annotations ask for (absent values: no header)."""
+    headers: dict[str, str] = {}
+    for path, name in tool.header_params:
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, bool):
+            headers[f"Mcp-Param-{name}"] = "true" if value else "false"
+        elif isinstance(value, int | str):
+            headers[f"Mcp-Param-{name}"] = str(value)
+    return headers
 
 
 def _stored(server: MCPServer, tool: MCPTool, round_: InputRound) -> dict[str, Any]:

@@ -32,6 +32,8 @@ class MCPTool:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
+    #: arguments mirrored into ``Mcp-Param-<name>`` headers: (path of ``properties`` keys, name)
+    header_params: tuple[tuple[tuple[str, ...], str], ...] = ()
 
     @property
     def read_only(self) -> bool:
@@ -119,6 +121,12 @@ def _tool(server: MCPServer, entry: Any) -> MCPTool | None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         _log.warning("MCP server %r: tool %r has no object inputSchema; skipped", server.name, entry["name"])
         return None
+    try:
+        header_params = _header_params(schema)
+    except ValueError as exc:
+        # The transport's rule: a tool whose x-mcp-header annotations break the constraints is not offered.
+        _log.warning("MCP server %r: tool %r rejected: %s", server.name, entry["name"], exc)
+        return None
     output = entry.get("outputSchema")
     annotations = entry.get("annotations")
     title = entry.get("title")
@@ -129,4 +137,46 @@ def _tool(server: MCPServer, entry: Any) -> MCPTool | None:
         output_schema=output if isinstance(output, dict) else None,
         annotations=annotations if isinstance(annotations, dict) else {},
         title=title if isinstance(title, str) else None,
+        header_params=header_params,
     )
+
+
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_HEADER_TYPES = frozenset({"string", "integer", "boolean"})
+
+
+def _header_params(schema: dict[str, Any]) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """Every ``x-mcp-header`` of ``schema`` with the path to its property; ValueError if one breaks the rules
+    (not a token, not unique, not on a string, integer or boolean, not reachable through ``properties`` alone)."""
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def walk(node: Any, path: tuple[str, ...], reachable: bool) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, path, False)
+            return
+        if not isinstance(node, dict):
+            return
+        if "x-mcp-header" in node:
+            name = node["x-mcp-header"]
+            if not reachable or not path:
+                raise ValueError(f"x-mcp-header {name!r} is not on a property reachable through properties alone")
+            if not isinstance(name, str) or not _TOKEN.match(name):
+                raise ValueError(f"x-mcp-header {name!r} is not an HTTP token")
+            if node.get("type") not in _HEADER_TYPES:
+                raise ValueError(
+                    f"x-mcp-header {name!r} is on a {node.get('type')!r}, not a string, integer or boolean"
+                )
+            found.append((path, name))
+        for key, value in node.items():
+            if key == "properties" and reachable and isinstance(value, dict):
+                for prop, sub in value.items():
+                    walk(sub, (*path, str(prop)), True)
+            elif key != "x-mcp-header":
+                walk(value, path, False)
+
+    walk(schema, (), True)
+    names = [name.lower() for _, name in found]
+    if len(set(names)) != len(names):
+        raise ValueError("x-mcp-header names are not unique (case-insensitively)")
+    return tuple(found)

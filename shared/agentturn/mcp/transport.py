@@ -42,9 +42,9 @@ class MCPRemoteError(MCPError):
         self.code = code
 
 
-def _header_value(value: str) -> str:
+def header_value(value: str) -> str:
     """A header value as the transport asks: plain visible ASCII, else the Base64 sentinel form."""
-    if value.isascii() and value.isprintable() and value == value.strip():
+    if value and value.isascii() and value.isprintable() and value == value.strip():
         return value
     return f"=?base64?{base64.b64encode(value.encode()).decode()}?="
 
@@ -76,6 +76,7 @@ def send(
     *,
     capabilities: dict[str, Any] | None = None,
     name: str | None = None,
+    extra_headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ``result`` of ``method`` (a new JSON-RPC id each time), or :class:`MCPError`."""
     request_id = uuid.uuid4().hex
@@ -92,7 +93,9 @@ def send(
         "Mcp-Method": method,
     }
     if name is not None:
-        headers["Mcp-Name"] = _header_value(name)
+        headers["Mcp-Name"] = header_value(name)
+    for header, value in (extra_headers or {}).items():
+        headers[header] = header_value(value)
     deadline = _Deadline(server.timeout)
     try:
         return _exchange(server, body, headers, request_id, deadline)
