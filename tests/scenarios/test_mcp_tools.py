@@ -428,3 +428,57 @@ def test_two_servers_with_one_name_are_refused() -> None:
                 MCPServer("https://b.example/mcp", name="desk"),
             ],
         )
+
+
+@pytest.mark.parametrize(
+    ("approve", "annotations", "asks"),
+    [
+        ("unless_read_only", {"readOnlyHint": True}, False),
+        ("unless_read_only", {"destructiveHint": False}, True),
+        ("unless_read_only", {}, True),
+        ("destructive", {}, True),  # MCP's default: not read-only means destructive
+        ("destructive", {"destructiveHint": False}, False),
+        ("destructive", {"readOnlyHint": True}, False),
+        ("all", {"readOnlyHint": True}, True),
+        ("none", {"destructiveHint": True}, False),
+    ],
+)
+def test_each_server_decides_which_calls_wait_for_a_person(
+    approve: str, annotations: dict[str, Any], asks: bool
+) -> None:
+    from agentturn.mcp.calls import MCPToolAdapter
+    from agentturn.mcp.toolset import needs_approval
+
+    tool = listing.MCPTool(name="t", description="", input_schema={"type": "object"}, annotations=annotations)
+    adapter = MCPToolAdapter(MCPServer("https://x.example/mcp", name="x", approve=approve), tool)
+    assert needs_approval(adapter, {}) is asks
+
+
+def test_a_predicate_sees_the_tool_and_the_arguments(memory: Backend, desk: RunningServer) -> None:
+    # GIVEN a server whose calls need approval only for tickets about production
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def production_only(tool: listing.MCPTool, arguments: dict[str, Any]) -> bool:
+        seen.append((tool.name, arguments))
+        return "prod" in str(arguments.get("title"))
+
+    server = MCPServer(desk.url, name="desk", approve=production_only)
+    calm = mcp_agent(server, "desk__create_ticket", {"title": "staging"})
+    assert memory.runner([calm]).run(calm, "conv-p1", "go").status is TurnStatus.WAITING_FOR_USER
+    urgent = mcp_agent(server, "desk__create_ticket", {"title": "prod is down"})
+    assert memory.runner([urgent]).run(urgent, "conv-p2", "go").status is TurnStatus.WAITING_FOR_APPROVAL
+    assert seen == [("create_ticket", {"title": "staging"}), ("create_ticket", {"title": "prod is down"})]
+
+
+def test_the_agents_own_policy_is_asked_first_and_its_deny_stands(memory: Backend, desk: RunningServer) -> None:
+    from agentturn import ToolApprovalDecision
+
+    agent = mcp_agent(
+        MCPServer(desk.url, name="desk", approve="none"),
+        "desk__create_ticket",
+        {"title": "t"},
+        approval_policy=lambda turn, call, tool: ToolApprovalDecision.deny("no tickets today"),
+    )
+    done = memory.runner([agent]).run(agent, "conv-deny", "go")
+    assert tool_result(done)["status"] == "denied"
+    assert tool_result(done)["reason"] == "no tickets today"
