@@ -482,3 +482,22 @@ def test_the_agents_own_policy_is_asked_first_and_its_deny_stands(memory: Backen
     done = memory.runner([agent]).run(agent, "conv-deny", "go")
     assert tool_result(done)["status"] == "denied"
     assert tool_result(done)["reason"] == "no tickets today"
+
+
+def test_headers_from_a_function_are_read_for_each_request_and_sent(memory: Backend, desk: RunningServer) -> None:
+    # GIVEN headers read from a secret store (a function), e.g. a bearer token
+    reads: list[int] = []
+
+    def token() -> dict[str, str]:
+        reads.append(1)
+        return {"Authorization": "Bearer s3cret"}
+
+    server = MCPServer(desk.url, name="desk", headers=token)
+    agent = mcp_agent(server, "desk__lookup", {"ticket": "T-9"})
+    # WHEN a turn lists the tools and calls one
+    done = memory.runner([agent]).run(agent, "conv-token", "look")
+    # THEN each request carried the token, and the store was read once per request, not per lookup of a tool
+    assert done.status is TurnStatus.COMPLETED
+    assert desk.recorder.calls("lookup")[-1].headers["authorization"] == "Bearer s3cret"
+    assert len(reads) == 2  # tools/list and tools/call
+    assert "s3cret" not in repr(server)

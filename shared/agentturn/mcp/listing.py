@@ -61,9 +61,11 @@ _cache: dict[tuple[str, str], tuple[float, list[MCPTool] | MCPError]] = {}
 
 
 def _key(server: MCPServer) -> tuple[str, str]:
-    # The headers pick the identity the server lists for: a different token may see other tools.
-    headers = repr(sorted(server.resolve_headers().items()))
-    return server.url, hashlib.sha256(headers.encode()).hexdigest()
+    # The headers pick the identity the server lists for: a different token may see other tools. A function of
+    # headers stands for its identity itself (calling it here would read a secret store at every lookup).
+    source = server.headers
+    identity = f"callable:{id(source)}" if callable(source) else repr(sorted(source.items()))
+    return server.url, hashlib.sha256(identity.encode()).hexdigest()
 
 
 def clear_cache() -> None:
