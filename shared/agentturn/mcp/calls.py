@@ -14,6 +14,7 @@ rounds) is returned to the model as a tool error: the turn goes on, and the mode
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from agentturn.agents.tools import Tool, ToolContext
@@ -85,6 +86,9 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
         # The key is the same on every retry of this logical call: the server can recognise a repeat.
         params["_meta"] = {IDEMPOTENCY_META_KEY: context.idempotency_key}
     asked = round_.number if round_ is not None else 0
+    # One deadline for the whole execution (a state-only retry included): a tool step that starts inside the
+    # run function's yield margin ends before the function's own timeout.
+    end = time.monotonic() + server.timeout
     while True:
         result = send(
             server,
@@ -93,6 +97,7 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
             capabilities=CALL_CAPABILITIES,
             name=tool.name,
             extra_headers=_param_headers(tool, params["arguments"]),
+            timeout=end - time.monotonic(),
         )
         result_type = result.get("resultType", "complete")  # servers before 2026-07-28 omit it
         state = result.get("requestState")

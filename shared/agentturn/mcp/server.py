@@ -65,7 +65,10 @@ class MCPServer:
     name: str
     headers: HeaderSource
     approve: Approve | ApprovePredicate
-    #: seconds one request may take in all (connect, send, the whole answer); keep it under the worker's lease
+    #: seconds one call may take in all (connect, send, the whole answer): 8 by default, so that a call started by
+    #: the run function (which stops before a step with less than ``AGENTTURN_YIELD_MARGIN_MS``, 10 s, left)
+    #: ends before that function's own timeout; raise both together for slow servers, and keep it under the
+    #: worker's lease and timeout
     timeout: float
     #: input rounds (``input_required``) one call may ask before it ends as a tool error
     max_rounds: int
@@ -83,7 +86,7 @@ class MCPServer:
         name: str | None = None,
         headers: HeaderSource | None = None,
         approve: Approve | str | ApprovePredicate = Approve.UNLESS_READ_ONLY,
-        timeout: float = 30.0,
+        timeout: float = 8.0,
         max_rounds: int = 10,
         max_request_state_bytes: int = 64 * 1024,
         max_response_bytes: int = 4 * 1024 * 1024,

@@ -59,6 +59,8 @@ def request_meta(capabilities: dict[str, Any]) -> dict[str, Any]:
 
 class _Deadline:
     def __init__(self, seconds: float) -> None:
+        if seconds <= 0:
+            raise TimeoutError
         self._end = time.monotonic() + seconds
         self.seconds = seconds
 
@@ -77,8 +79,10 @@ def send(
     capabilities: dict[str, Any] | None = None,
     name: str | None = None,
     extra_headers: dict[str, str] | None = None,
+    timeout: float | None = None,
 ) -> dict[str, Any]:
-    """The ``result`` of ``method`` (a new JSON-RPC id each time), or :class:`MCPError`."""
+    """The ``result`` of ``method`` (a new JSON-RPC id each time), or :class:`MCPError`; within ``timeout``
+    seconds (default: the server's) for connect, send and the whole answer."""
     request_id = uuid.uuid4().hex
     body_params = dict(params)
     meta = dict(body_params.pop("_meta", None) or {})
