@@ -112,10 +112,33 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
     done = _turn(deployment, waiting["turnId"])
     assert done["status"] == "COMPLETED", done
     assert done["finalOutput"].startswith("created 'login' for SSO")
+    # AND a second question, answered with every function warm (the same processes, the listing cached)
+    again = deployment.run(
+        http_event(
+            "http_start_turn.json",
+            path="/conversations/mcp-2/turns",
+            body={"input": "open another ticket", "agentId": "mcp-agent"},
+        )
+    ).json
+    warm_at = time.monotonic()
+    warm = deployment.submit(
+        http_event(
+            "http_submit_form.json",
+            path=f"/turns/{again['turnId']}/actions/{again['suspension']['actionId']}/submit",
+            body={"data": {"system": "VPN"}},
+            headers={"idempotency-key": "answer-2"},
+        )
+    )
+    assert warm.status == 202, warm.body
+    assert deployment.deliver(deployment.receive()) == {"batchItemFailures": []}
+    warm_retry = desk.recorder.calls("create_ticket")[-1]
+    assert warm_retry.request["params"]["inputResponses"]["system_question"]["content"] == {"system": "VPN"}
+    assert _turn(deployment, again["turnId"])["status"] == "COMPLETED"
     with capsys.disabled():
         print(
             f"\nMCP cycle (submit + worker): {len(requests)} AWS requests {requests}; "
             f"waiting turn: snapshot {snapshot_bytes} B of JSON ({round_bytes} B of it the MCP round's state, "
             f"requestState {len(sent_state)} B), stored body {stored_bytes} B; "
-            f"answer → server's retry {1000 * (retry.received_at - answered_at):.0f} ms"
+            f"answer → server's retry {1000 * (retry.received_at - answered_at):.0f} ms cold (new worker process), "
+            f"{1000 * (warm_retry.received_at - warm_at):.0f} ms warm"
         )
