@@ -89,8 +89,12 @@ def send(
     meta.update(request_meta(capabilities or {}))
     body_params["_meta"] = meta
     body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}).encode()
+    try:
+        resolved = server.resolve_headers()
+    except Exception as exc:  # the team's own function (a secret store): any failure means no request
+        raise MCPTransportError(f"the headers of MCP server {server.name!r} could not be read: {exc}") from None
     headers = {
-        **server.resolve_headers(),
+        **resolved,
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": PROTOCOL_VERSION,
