@@ -311,6 +311,65 @@ def test_a_question_asked_again_under_its_key_opens_a_new_card_prefilled_with_th
     assert tool_result(done)["text"] == "created for SSO"
 
 
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"jsonrpc": "2.0", "result": {"resultType": "later"}}, "unknown resultType 'later'"),
+        ({"jsonrpc": "2.0", "result": {"content": "text"}}, "content that is not a list"),
+        ({"jsonrpc": "2.0", "result": "yes"}, "without a result object"),
+        ({"jsonrpc": "1.0", "result": {}}, "not JSON-RPC 2.0"),
+        ({"jsonrpc": "2.0", "id": "someone-else", "result": {}}, "another request id"),
+        ({"jsonrpc": "2.0", "error": {"code": -32602, "message": "bad args"}}, "answered error -32602: bad args"),
+        (
+            {"jsonrpc": "2.0", "result": {"resultType": "input_required", "inputRequests": []}},
+            "inputRequests that is not an object",
+        ),
+        (
+            {"jsonrpc": "2.0", "result": {"resultType": "input_required", "requestState": 7, "inputRequests": {}}},
+            "requestState that is not a string",
+        ),
+        (
+            {
+                "jsonrpc": "2.0",
+                "result": {
+                    "resultType": "input_required",
+                    "inputRequests": {"s": {"method": "sampling/createMessage", "params": {}}},
+                },
+            },
+            "declared only elicitation",
+        ),
+        (
+            {
+                "jsonrpc": "2.0",
+                "result": {
+                    "resultType": "input_required",
+                    "inputRequests": {"q": {"method": "elicitation/create", "params": {"mode": "form"}}},
+                },
+            },
+            "has no message",
+        ),
+    ],
+)
+def test_a_server_that_answers_garbage_is_a_tool_error(
+    memory: Backend, desk: RunningServer, answer: dict[str, Any], expected: str
+) -> None:
+    desk.recorder.scripted.append((answer, False))
+    agent = mcp_agent(MCPServer(desk.scripted_url, name="odd"), "odd__odd", {})
+    done = memory.runner([agent]).run(agent, "conv-odd", "go")
+    assert done.status is TurnStatus.COMPLETED
+    assert expected in tool_result(done)["message"]
+
+
+def test_an_answer_streamed_as_server_sent_events_is_read_past_notifications(
+    memory: Backend, desk: RunningServer
+) -> None:
+    answer = {"jsonrpc": "2.0", "result": {"content": [{"type": "text", "text": "streamed"}], "resultType": "complete"}}
+    desk.recorder.scripted.append((answer, True))
+    agent = mcp_agent(MCPServer(desk.scripted_url, name="odd"), "odd__odd", {})
+    done = memory.runner([agent]).run(agent, "conv-sse", "go")
+    assert tool_result(done) == {"text": "streamed"}
+
+
 def test_a_server_that_asks_forever_is_given_up_after_the_round_limit(memory: Backend, desk: RunningServer) -> None:
     # GIVEN a server that asks a new question on every retry, and a limit of 3 rounds
     agent = mcp_agent(MCPServer(desk.url, name="desk", approve="none", max_rounds=3), "desk__ask_forever", {})

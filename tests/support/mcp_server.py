@@ -58,6 +58,9 @@ class Exchange:
 class Recorder:
     exchanges: list[Exchange] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: what ``/scripted`` answers to its next ``tools/call``: a JSON-RPC message (its ``id`` filled in), and
+    #: whether as an SSE stream
+    scripted: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
 
     def calls(self, tool: str) -> list[Exchange]:
         with self.lock:
@@ -178,6 +181,9 @@ def recording(app: App, recorder: Recorder) -> App:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
+        if scope["path"].startswith("/scripted"):
+            await _scripted(recorder, receive, send)
+            return
         if scope["path"].startswith("/garbage"):
             await send(
                 {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
@@ -222,10 +228,42 @@ def recording(app: App, recorder: Recorder) -> App:
     return wrapped
 
 
+#: the one tool ``/scripted`` lists
+ODD_TOOL = {"name": "odd", "inputSchema": {"type": "object", "properties": {}}, "annotations": {"readOnlyHint": True}}
+
+
+async def _scripted(recorder: Recorder, receive: Receive, send: Send) -> None:
+    """A hand-written server: lists ``odd`` and answers each call with the next scripted message."""
+    chunks: list[bytes] = []
+    more = True
+    while more:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    request = json.loads(b"".join(chunks))
+    stream = False
+    if request["method"] == "tools/list":
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"], "result": {"tools": [ODD_TOOL]}}
+    else:
+        with recorder.lock:
+            scripted, stream = recorder.scripted.pop(0)
+        answer = {**scripted, "id": scripted.get("id", request["id"])}
+    body = json.dumps(answer).encode()
+    if stream:
+        progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+        body = (
+            b"event: message\ndata: " + json.dumps(progress).encode() + b"\n\nevent: message\ndata: " + body + b"\n\n"
+        )
+    kind = b"text/event-stream" if stream else b"application/json"
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]})
+    await send({"type": "http.response.body", "body": body})
+
+
 @dataclass
 class RunningServer:
     url: str
     garbage_url: str
+    scripted_url: str
     recorder: Recorder
     stop: Callable[[], None]
 
@@ -255,4 +293,5 @@ def start() -> RunningServer:
         thread.join(10)
         sock.close()
 
-    return RunningServer(f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{port}/garbage", recorder, stop)
+    base = f"http://127.0.0.1:{port}"
+    return RunningServer(f"{base}/mcp", f"{base}/garbage", f"{base}/scripted", recorder, stop)
