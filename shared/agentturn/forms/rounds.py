@@ -19,8 +19,9 @@ from typing import Any
 
 from agentturn.forms.definitions import FormDefinition
 
-#: Bytes of JSON a round's state may hold: it is stored in the turn's snapshot until the tool completes.
-MAX_ROUND_STATE_BYTES = 96 * 1024
+#: Bytes of JSON a round's state may hold: it is stored in the turn's snapshot until the tool completes (a
+#: snapshot over a DynamoDB item's size spills to S3, so this bounds cost, not correctness).
+MAX_ROUND_STATE_BYTES = 320 * 1024
 
 
 class RoundAction(StrEnum):

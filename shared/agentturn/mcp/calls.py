@@ -181,7 +181,10 @@ def _next_round(
         stored["modes"] = modes
     if state is not None:
         stored["requestState"] = state
-    return InputRoundRequired(cards, {"mcp": stored})
+    try:
+        return InputRoundRequired(cards, {"mcp": stored})
+    except ValueError as exc:  # arguments and state together too large to keep
+        raise _ToolError(f"MCP server {server.name!r} asked for input, but the call cannot wait: {exc}") from None
 
 
 def _card(server: MCPServer, key: str, request: Any, round_: InputRound | None) -> InputRequest:
