@@ -67,7 +67,7 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
     sent_state = json.loads(desk.recorder.calls("create_ticket")[before].response)["result"]["requestState"]
     timeline = deployment.run(http_event("http_list_messages.json", path="/conversations/mcp-1/messages")).json
     (card,) = [m for m in timeline["messages"] if m.get("type") == "agent_form"]
-    assert card["schema"]["title"] == "desk"
+    assert card["schema"]["title"] == "desk (MCP server)"
     assert card["schema"]["description"] == "Which system is affected?"
     assert sent_state not in json.dumps(timeline)  # the server's state never leaves the snapshot
     item = deployment.dynamodb.get_item(

@@ -89,7 +89,7 @@ def test_a_servers_question_waits_three_days_and_the_retry_carries_its_state_byt
     assert waiting.status is TurnStatus.WAITING_FOR_USER
     (card,) = waiting.pending_cards()
     assert isinstance(card, FormMessage)
-    assert card.schema["title"] == "desk"
+    assert card.schema["title"] == "desk (MCP server)"
     assert card.schema["description"] == "Which system is affected?"
     assert card.schema["properties"] == mcp_server.SYSTEM_SCHEMA["properties"]
     assert card.tool_name == "desk__create_ticket"

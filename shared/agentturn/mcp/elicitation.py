@@ -98,7 +98,9 @@ def form_request(server: MCPServer, key: str, params: dict[str, Any], previous: 
         raise ElicitationRefused(f"input request {key!r} has no message")
     schema = copy.deepcopy(check_requested_schema(params.get("requestedSchema")))
     schema.pop("$schema", None)  # the subset is the same in every draft; our validator reads 2020-12
-    schema["title"] = f"{server.name}: {schema['title']}" if isinstance(schema.get("title"), str) else server.name
+    # The card says who asks (MCP: a client must make clear which server requests information).
+    label = f"{server.name} (MCP server)"
+    schema["title"] = f"{label}: {schema['title']}" if isinstance(schema.get("title"), str) else label
     schema["description"] = message
     if previous is not None and previous.action is RoundAction.ACCEPT and previous.content:
         for name, value in previous.content.items():
