@@ -53,13 +53,14 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
     deployment = mcp_deployment
     before = len(desk.recorder.calls("create_ticket"))
     # GIVEN a turn whose MCP tool call was answered with a question (the run Lambda)
-    started = deployment.run(
-        http_event(
-            "http_start_turn.json",
-            path="/conversations/mcp-1/turns",
-            body={"input": "open a login ticket", "agentId": "mcp-agent"},
-        )
+    start_event = http_event(
+        "http_start_turn.json",
+        path="/conversations/mcp-1/turns",
+        body={"input": "open a login ticket", "agentId": "mcp-agent"},
     )
+    responses = []
+    start_requests = deployment.count_requests().during(lambda: responses.append(deployment.run(start_event)))
+    (started,) = responses
     assert started.status == 200, started.body
     waiting = started.json
     assert waiting["status"] == "WAITING_FOR_USER"
@@ -136,7 +137,8 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
     assert _turn(deployment, again["turnId"])["status"] == "COMPLETED"
     with capsys.disabled():
         print(
-            f"\nMCP cycle (submit + worker): {len(requests)} AWS requests {requests}; "
+            f"\nMCP cycle: start (run Lambda, until the question) {len(start_requests)} AWS requests "
+            f"{start_requests}; answer (submit + worker) {len(requests)} AWS requests {requests}; "
             f"waiting turn: snapshot {snapshot_bytes} B of JSON ({round_bytes} B of it the MCP round's state, "
             f"requestState {len(sent_state)} B), stored body {stored_bytes} B; "
             f"answer → server's retry {1000 * (retry.received_at - answered_at):.0f} ms cold (new worker process), "
