@@ -139,6 +139,31 @@ def test_a_servers_question_waits_three_days_and_the_retry_carries_its_state_byt
     assert [c.status for c in done.cards] == [FormStatus.SUBMITTED]
 
 
+def test_a_server_that_no_longer_accepts_its_state_gets_the_answers_again_without_it(memory: Backend) -> None:
+    # GIVEN a turn waiting on a server's question, and the server restarted meanwhile (its state key is new)
+    first = mcp_server.start()
+    try:
+        agent = mcp_agent(MCPServer(first.url, name="desk", approve="none"), "desk__create_ticket", {"title": "t"})
+        runner = memory.runner([agent])
+        waiting = runner.run(agent, "conv-restart", "ticket")
+    finally:
+        first.stop()
+    port = int(first.url.split(":")[2].split("/")[0])
+    second = mcp_server.start(port, first.recorder)
+    try:
+        # WHEN the person answers
+        done = runner.resume(waiting.id, ResumeCommand.submit_form(waiting.suspension.action_id, {"system": "SSO"}))
+        # THEN the server refused the old state, was sent the answers again without it, and completed the call
+        refused, fresh = [e.request["params"] for e in second.recorder.calls("create_ticket")[-2:]]
+        assert "requestState" in refused and "requestState" not in fresh
+        assert fresh["inputResponses"] == refused["inputResponses"]
+        assert b"Invalid or expired requestState" in second.recorder.calls("create_ticket")[-2].response
+        assert done.status is TurnStatus.COMPLETED
+        assert tool_result(done)["text"].startswith("created 't' for SSO")
+    finally:
+        second.stop()
+
+
 def test_a_declined_question_is_sent_as_decline_and_the_model_reads_the_servers_answer(
     memory: Backend, desk: RunningServer
 ) -> None:

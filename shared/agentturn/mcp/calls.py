@@ -24,7 +24,7 @@ from agentturn.forms.validation import form_validator, validate_form_data
 from agentturn.mcp.elicitation import ElicitationRefused, form_request, input_response, url_request
 from agentturn.mcp.listing import MCPTool, namespaced
 from agentturn.mcp.server import MCPServer
-from agentturn.mcp.transport import MCPError, send
+from agentturn.mcp.transport import MCPError, MCPRemoteError, send
 
 _log = logging.getLogger("agentturn.mcp")
 
@@ -48,6 +48,11 @@ class MCPToolAdapter(Tool):
         )
         self.server = server
         self.mcp = tool
+
+
+#: JSON-RPC "Invalid params": what a server answers to a requestState it cannot verify (expired, or sealed with a
+#: key it no longer has)
+INVALID_PARAMS = -32602
 
 
 class _ToolError(Exception):
@@ -90,15 +95,25 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
     # run function's yield margin ends before the function's own timeout.
     end = time.monotonic() + server.timeout
     while True:
-        result = send(
-            server,
-            "tools/call",
-            params,
-            capabilities=CALL_CAPABILITIES,
-            name=tool.name,
-            extra_headers=_param_headers(tool, params["arguments"]),
-            timeout=end - time.monotonic(),
-        )
+        try:
+            result = send(
+                server,
+                "tools/call",
+                params,
+                capabilities=CALL_CAPABILITIES,
+                name=tool.name,
+                extra_headers=_param_headers(tool, params["arguments"]),
+                timeout=end - time.monotonic(),
+            )
+        except MCPRemoteError as refused:
+            if refused.code != INVALID_PARAMS or "requestState" not in params:
+                raise
+            # The server no longer accepts the state it gave (it expires, or its key changed with a restart),
+            # while a person took days to answer. Sent again without it, the answers still name the server's
+            # own questions: a server that needs more asks again (a new round, pre-filled), never a failure.
+            _log.info("MCP server %r refused its requestState on %r; retried without it", server.name, tool.name)
+            params = {k: v for k, v in params.items() if k != "requestState"}
+            continue
         result_type = result.get("resultType", "complete")  # servers before 2026-07-28 omit it
         state = result.get("requestState")
         if result_type != "input_required" or result.get("inputRequests") or not isinstance(state, str):
