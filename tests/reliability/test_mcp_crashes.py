@@ -17,7 +17,7 @@ from agentturn.mcp.calls import IDEMPOTENCY_META_KEY
 from agentturn.mcp.listing import clear_cache
 from agentturn.ports.queue import InMemoryResumeQueue
 from agentturn.state.turn import Suspension, Turn
-from agentturn.timeline.projection import project
+from agentturn.timeline.repair import reconcile
 from tests.reliability import test_crashes
 from tests.reliability.faults import FaultPlan, FaultyQueue, FaultyStore, faulty_memory
 from tests.reliability.kit import Stack, quiet_logs
@@ -114,9 +114,9 @@ def test_crashes_at_any_boundary_lose_and_double_nothing_in_an_mcp_flow(
         assert state in {json.loads(e.response)["result"]["requestState"] for e in asks}, where
         figures["server_retries"] += len(retries)
         figures["questions_asked_again"] += len(asks) - 1
-        # the timeline converges to the snapshot (nothing stuck half-projected)
+        # the timeline converges to the snapshot (the repair a reader's visit makes; nothing stuck)
         memory = world.timeline(turn.conversation_id)
-        project(world.inner.load(turn.id), memory)
+        reconcile(world.inner.load(turn.id), memory, memory.get_messages(), whole=True)
         problem = test_crashes._divergence(turn, memory)
         figures["stuck"] += problem is not None
         assert problem is None, f"{where}: {problem}"
