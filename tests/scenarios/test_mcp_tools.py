@@ -164,6 +164,34 @@ def test_a_server_that_no_longer_accepts_its_state_gets_the_answers_again_withou
         second.stop()
 
 
+def test_two_questions_of_one_round_are_two_cards_and_the_retry_waits_for_both(
+    backend: Backend, desk: RunningServer
+) -> None:
+    # GIVEN a server that asks two questions at once
+    agent = mcp_agent(MCPServer(desk.url, name="desk", approve="none"), "desk__book_trip", {})
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "conv-two", "book")
+    # THEN the turn waits on two cards, one per key, each with its own action id
+    cards = waiting.pending_cards()
+    assert [c.action_id for c in cards] == ["call-1~r1~0", "call-1~r1~1"]
+    assert [c.schema["description"] for c in cards if isinstance(c, FormMessage)] == ["Which city?", "What budget?"]
+    calls = len(desk.recorder.calls("book_trip"))
+    # WHEN only the first is answered, THEN the turn still waits and the server hears nothing
+    half = runner.resume(waiting.id, ResumeCommand.submit_form("call-1~r1~0", {"city": "Lyon"}))
+    assert half.status is TurnStatus.WAITING_FOR_USER
+    assert len(desk.recorder.calls("book_trip")) == calls
+    # WHEN the second is declined, THEN one retry carries both answers under their keys
+    done = runner.resume(waiting.id, ResumeCommand.decline_input("call-1~r1~1"))
+    retry = desk.recorder.calls("book_trip")[-1].request["params"]
+    assert retry["inputResponses"] == {
+        "city": {"action": "accept", "content": {"city": "Lyon"}},
+        "budget": {"action": "decline"},
+    }
+    assert len(desk.recorder.calls("book_trip")) == calls + 1
+    assert tool_result(done)["text"] == "city: accept, budget: decline"
+    assert [c.status for c in done.cards] == [FormStatus.SUBMITTED, FormStatus.DECLINED]
+
+
 def test_a_declined_question_is_sent_as_decline_and_the_model_reads_the_servers_answer(
     memory: Backend, desk: RunningServer
 ) -> None:

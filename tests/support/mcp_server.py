@@ -120,6 +120,18 @@ def build_app() -> FastMCP:
         return f"{query} in {region}"
 
     @app.tool
+    def book_trip(ctx: Context) -> Any:
+        """Asks two questions in one round."""
+        answers = ctx.input_responses or {}
+        if "city" not in answers or "budget" not in answers:
+            city = _question("Which city?", {"type": "object", "properties": {"city": {"type": "string"}}})
+            budget = _question(
+                "What budget?", {"type": "object", "properties": {"amount": {"type": "integer", "minimum": 1}}}
+            )
+            return mt.InputRequiredResult(input_requests={"city": city, "budget": budget}, request_state="trip")
+        return f"city: {answers['city'].action}, budget: {answers['budget'].action}"
+
+    @app.tool
     def boom() -> str:
         """Always fails."""
         raise RuntimeError("the ticket database is down")
