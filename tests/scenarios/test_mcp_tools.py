@@ -423,6 +423,24 @@ def test_an_answer_streamed_as_server_sent_events_is_read_past_notifications(
     assert tool_result(done) == {"text": "streamed"}
 
 
+def test_state_without_a_question_is_retried_at_once_with_the_state(memory: Backend, desk: RunningServer) -> None:
+    # GIVEN a server that answers first with only a requestState (no question), then with its result
+    desk.recorder.scripted.append(
+        ({"jsonrpc": "2.0", "result": {"resultType": "input_required", "requestState": "s1"}}, False)
+    )
+    desk.recorder.scripted.append(({"jsonrpc": "2.0", "result": {"content": [{"type": "text", "text": "ok"}]}}, False))
+    before = len(desk.recorder.exchanges)
+    agent = mcp_agent(MCPServer(desk.scripted_url, name="odd"), "odd__odd", {})
+    # WHEN the model calls the tool
+    done = memory.runner([agent]).run(agent, "conv-state-only", "go")
+    # THEN the call is retried at once with the state and no responses, and nobody is asked
+    assert tool_result(done) == {"text": "ok"}
+    assert done.cards == []
+    calls = [e.request for e in desk.recorder.exchanges[before:] if e.request.get("method") == "tools/call"]
+    assert len(calls) == 2 and calls[0]["id"] != calls[1]["id"]
+    assert calls[1]["params"]["requestState"] == "s1" and "inputResponses" not in calls[1]["params"]
+
+
 def test_a_server_that_asks_forever_is_given_up_after_the_round_limit(memory: Backend, desk: RunningServer) -> None:
     # GIVEN a server that asks a new question on every retry, and a limit of 3 rounds
     agent = mcp_agent(MCPServer(desk.url, name="desk", approve="none", max_rounds=3), "desk__ask_forever", {})

@@ -252,7 +252,8 @@ async def _scripted(recorder: Recorder, receive: Receive, send: Send) -> None:
         message = await receive()
         chunks.append(message.get("body", b""))
         more = message.get("more_body", False)
-    request = json.loads(b"".join(chunks))
+    raw = b"".join(chunks)
+    request = json.loads(raw)
     stream = False
     if request["method"] == "tools/list":
         answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"], "result": {"tools": [ODD_TOOL]}}
@@ -266,6 +267,8 @@ async def _scripted(recorder: Recorder, receive: Receive, send: Send) -> None:
         body = (
             b"event: message\ndata: " + json.dumps(progress).encode() + b"\n\nevent: message\ndata: " + body + b"\n\n"
         )
+    with recorder.lock:
+        recorder.exchanges.append(Exchange(request, raw, body, time.monotonic()))
     kind = b"text/event-stream" if stream else b"application/json"
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]})
     await send({"type": "http.response.body", "body": body})
