@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         require_form,
     )
     from agentturn.forms.validation import validate_form_data
+    from agentturn.mcp.server import MCPServer
     from agentturn.ports.chat_model import ChatModel, ChatRequest, ScriptedChatModel, ScriptExhaustedError
     from agentturn.ports.memory import ChatMemory, ChatMemoryProvider, InMemoryChatMemory
     from agentturn.ports.queue import InMemoryResumeQueue, ResumeMessage, ResumeQueue
@@ -94,6 +95,7 @@ _LAZY: Final[dict[str, str]] = {
     "HandoffLostError": "agentturn.errors",
     "LeaseLostError": "agentturn.errors",
     "Listener": "agentturn.engine.events",
+    "MCPServer": "agentturn.mcp.server",
     "ModelError": "agentturn.errors",
     "ModelErrorKind": "agentturn.errors",
     "ModelMessage": "agentturn.state.messages",
@@ -177,6 +179,7 @@ __all__ = [
     "Lease",
     "LeaseLostError",
     "Listener",
+    "MCPServer",
     "ModelError",
     "ModelErrorKind",
     "ModelMessage",

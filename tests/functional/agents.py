@@ -42,3 +42,21 @@ def throttled_model_agents() -> list[Agent]:
         )
 
     return [Agent(id="throttled", instructions="", chat_model=ScriptedChatModel(throttled))]
+
+
+def mcp_agents() -> list[Agent]:
+    """An agent whose only tools are an MCP server's (its URL from the environment, as a team would configure
+    it); its scripted model creates a ticket on that server and answers with the server's text."""
+    import os
+
+    from agentturn import AiMessage, ChatRequest, MCPServer, ScriptedChatModel, ToolCall, ToolMessage
+
+    def model(request: ChatRequest) -> AiMessage:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            content = last.content if isinstance(last.content, dict) else {}
+            return AiMessage(content=str(content.get("text") or content.get("message") or content))
+        return AiMessage(tool_calls=[ToolCall(id="call-1", name="desk__create_ticket", arguments={"title": "login"})])
+
+    server = MCPServer(os.environ["AGENTTURN_TEST_MCP_URL"], name="desk", approve="none")
+    return [Agent(id="mcp-agent", instructions="", chat_model=ScriptedChatModel(model), mcp_servers=[server])]

@@ -14,6 +14,7 @@ from agentturn.ports.chat_model import ChatModel
 from agentturn.state.messages import ToolCall
 
 if TYPE_CHECKING:
+    from agentturn.mcp.server import MCPServer
     from agentturn.state.turn import Turn
 
 
@@ -95,6 +96,7 @@ class Agent:
         version: str = "1",
         approval_policy: ApprovalPolicy | None = None,
         policy: ExecutionPolicy | None = None,
+        mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         if not id or not isinstance(id, str):
             raise ValueError("agent id must be a non-empty string")
@@ -104,11 +106,32 @@ class Agent:
         self.version = str(version)
         self.approval_policy = approval_policy
         self.policy = policy or ExecutionPolicy()
-        self.tools: dict[str, Tool] = {}
+        self._own_tools: dict[str, Tool] = {}
         for tool in tools:
-            if tool.name in self.tools:
+            if tool.name in self._own_tools:
                 raise ValueError(f"agent {id!r}: duplicate tool name {tool.name!r}")
-            self.tools[tool.name] = tool
+            self._own_tools[tool.name] = tool
+        self.mcp_servers: tuple[MCPServer, ...] = ()
+        servers = list(mcp_servers)
+        if servers:
+            # Imported only by agents that use MCP: the others never load the client.
+            from agentturn.mcp.toolset import checked_servers, with_mcp_approval
+
+            self.mcp_servers = checked_servers(servers)
+            self.approval_policy = with_mcp_approval(approval_policy)
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The agent's tools by name: its own, then its MCP servers' (``<server>__<tool>``), listed on first use
+        and kept per process (``MCPServer.list_ttl``); a server that cannot be listed offers none for now."""
+        if not self.mcp_servers:
+            return self._own_tools
+        from agentturn.mcp.toolset import server_tools
+
+        merged = dict(self._own_tools)
+        for tool in server_tools(self.mcp_servers):
+            merged.setdefault(tool.name, tool)
+        return merged
 
     @property
     def user_input_tool(self) -> UserInputTool | None:

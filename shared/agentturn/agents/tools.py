@@ -8,10 +8,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentturn.agents._signature import keyword_only_with_positional_fallback
 from agentturn.state.messages import ToolCall
+
+if TYPE_CHECKING:
+    from agentturn.forms.rounds import InputRound
 
 ToolFunction = Callable[[dict[str, Any]], Any]
 
@@ -97,6 +100,9 @@ class ToolContext:
     #: True on the replay after a person submitted the form this call asked for, even when they submitted
     #: ``{}`` (a form whose fields are all optional): "submitted empty" is not "nobody was asked".
     form_submitted: bool = False
+    #: On the replay after every card of an input round (``InputRoundRequired``) was settled: the state the
+    #: tool gave with the round and the answers by request key; None otherwise.
+    input_round: InputRound | None = None
     _progress: ProgressSink | None = field(default=None, repr=False)
     _cancel_probe: Callable[[], bool] | None = field(default=None, repr=False)
     #: saves the call before its key is first handed out, when it is not saved yet (see the property)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentturn.engine.clock import iso
+from agentturn.engine.rounds import answer_round, expire_round, is_round_wait
 from agentturn.engine.suspend import next_runnable_call
 from agentturn.engine.tool_results import (
     Unanswered,
@@ -102,6 +103,10 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
             reason=RefusalReason.WRONG_COMMAND,
         )
     _refuse_stale(turn, suspension, command.action_id)
+    if is_round_wait(suspension):
+        # One question of a tool's input round: the answer goes to the tool's replay, not to the model.
+        answer_round(turn, suspension, command, now_iso)
+        return
     if command.kind is ResumeKind.DECLINE_INPUT:
         _apply_decline(turn, suspension, command, now_iso)
         return
@@ -287,7 +292,9 @@ def expire_wait(turn: Turn, now: float) -> Turn:
         raise InvalidResumeError(f"turn {turn.id!r} has no expired wait", reason=RefusalReason.NOT_EXPIRED)
     expired = turn.deep_copy()
     for suspension in expired_waits:
-        if suspension.is_form:
+        if is_round_wait(suspension):
+            expire_round(expired, suspension)
+        elif suspension.is_form:
             _close_unanswered(expired, suspension, "expired", None, {"status": FormStatus.EXPIRED})
         elif suspension.type is SuspensionType.TOOL_APPROVAL:
             _close_unanswered(

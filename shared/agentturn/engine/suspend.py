@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from agentturn.agents.agent import ExecutionPolicy, ToolApprovalDecision
 from agentturn.engine.clock import iso
+from agentturn.engine.rounds import waited_call_id
 from agentturn.errors import InvalidResumeError, RefusalReason
 from agentturn.forms.definitions import FormDefinition
 from agentturn.state.messages import ApprovalMessage, FormMessage, ToolCall
@@ -98,7 +99,7 @@ def park_for_approval(
 
 
 def parked_call_ids(turn: Turn) -> set[str]:
-    return {s.correlation_id for s in turn.suspensions}
+    return {waited_call_id(s) for s in turn.suspensions}
 
 
 def next_runnable_call(turn: Turn) -> ToolCall | None:

@@ -27,6 +27,7 @@ from agentturn.engine import tool_results
 from agentturn.engine.clock import Clock
 from agentturn.engine.events import EventType
 from agentturn.engine.lease_keeper import LeaseKeeper
+from agentturn.engine.rounds import park_for_round, round_prefix
 from agentturn.engine.sequencer import EventSequencer
 from agentturn.engine.suspend import (
     InputTarget,
@@ -40,9 +41,10 @@ from agentturn.engine.turn_run import LeaseGone, Run, agent_of, policy_of
 from agentturn.engine.turn_writer import TurnWriter, redact_card
 from agentturn.errors import LeaseLostError, ToolProtocolError, TurnNotFoundError, VersionConflictError
 from agentturn.forms.definitions import REQUEST_USER_INPUT, FormDefinition, FormRequired
+from agentturn.forms.rounds import InputRound, InputRoundRequired, RoundAction, RoundAnswer
 from agentturn.ports.store import TurnStore
 from agentturn.state.messages import ToolCall, ToolMessage, form_message_id
-from agentturn.state.turn import Suspension, Turn, TurnPhase, TurnStatus
+from agentturn.state.turn import Suspension, ToolCallState, Turn, TurnPhase, TurnStatus
 from agentturn.timeline.identity import stamp
 
 _log = logging.getLogger("agentturn.engine.runner")
@@ -171,6 +173,7 @@ class ToolStep:
         state = turn.tool_state(call.id)
         durable = _DurableCall(run, self._writer)
         replay = state.submitted_form_data is not None
+        input_round = _input_round(state) if state.round_state is not None else None
         # Approved with edits: the tool runs with the person's arguments, and sees them as its call's.
         arguments = dict(state.edited_arguments) if state.edited_arguments is not None else dict(call.arguments)
         self._events.emit(
@@ -178,7 +181,7 @@ class ToolStep:
             EventType.TOOL_STARTED,
             toolCallId=call.id,
             toolName=call.name,
-            replay=replay,
+            replay=replay or input_round is not None,
             edited=state.edited_arguments is not None,
         )
         context = ToolContext(
@@ -187,6 +190,7 @@ class ToolStep:
             tool_call=call.model_copy(update={"arguments": arguments}),  # id and name are strings: nothing else to copy
             submitted_form_data=dict(state.submitted_form_data or {}),
             form_submitted=replay,
+            input_round=input_round,
             _progress=lambda stage, data: self._events.emit(
                 turn, EventType.TOOL_PROGRESS, toolCallId=call.id, stage=stage, data=dict(data or {})
             ),
@@ -217,6 +221,20 @@ class ToolStep:
                 turn, EventType.TOOL_INPUT_REQUESTED, toolCallId=call.id, formKey=signal.form.form_key, target="TOOL"
             )
             self._suspend_for_form(run, call, signal.form, "TOOL")
+            return
+        except InputRoundRequired as signal:
+            durable.raise_if_failed()
+            turn = run.turn
+            for suspension in park_for_round(turn, call, signal, agent_of(run, self._agents).policy, self._clock()):
+                self._events.emit(
+                    turn,
+                    EventType.TOOL_INPUT_REQUESTED,
+                    toolCallId=call.id,
+                    formKey=suspension.form_key,
+                    target="TOOL",
+                    actionId=suspension.correlation_id,
+                )
+            self._parked(run, call)
             return
         except Exception as exc:
             durable.raise_if_failed()
@@ -256,6 +274,13 @@ class ToolStep:
             # The model proposed other arguments: its result says a person changed them, and to what.
             content = tool_results.edited(call.arguments, state.edited_arguments, content)
             state.edited_arguments = None
+        if state is not None and state.round_state is not None:
+            # Like submitted form data: a round's state and answers lived only for the tool that asked.
+            state.round_state = None
+            state.round_answers = None
+            if policy_of(run, self._agents).redact_submitted_values:
+                for card in [c for c in turn.cards if c.action_id.startswith(round_prefix(call.id))]:
+                    redact_card(turn, card.message_id)
         if state is not None and state.submitted_form_data is not None:
             # Invariant 8: the submitted form data lived only for the tool that needed it.
             state.submitted_form_data = None
@@ -353,6 +378,15 @@ def _action_summary(suspension: Suspension) -> dict[str, Any]:
         "toolName": suspension.metadata.get("toolName"),
         "expiresAt": suspension.expires_at,
     }
+
+
+def _input_round(state: ToolCallState) -> InputRound:
+    """What a replayed tool sees of its round (a question nobody settled, which cannot happen, reads as cancel)."""
+    answers = {
+        key: RoundAnswer(RoundAction(answer.get("action", "cancel")), answer.get("content"))
+        for key, answer in (state.round_answers or {}).items()
+    }
+    return InputRound(state=copy.deepcopy(state.round_state or {}), answers=answers, number=state.rounds)
 
 
 def _jsonable(value: Any) -> Any:

@@ -196,6 +196,12 @@ class ToolCallState(WireModel):
     #: a person approved the call with these arguments instead of the model's; the tool runs with them, and
     #: its ToolMessage says so (removed when the tool completes)
     edited_arguments: dict[str, Any] | None = None
+    #: the state a tool gave with its input round (``InputRoundRequired``), kept until the tool completes
+    round_state: dict[str, Any] | None = None
+    #: the answers of the call's current round by request key (``{"action", "content"?}``), once any is given
+    round_answers: dict[str, dict[str, Any]] | None = None
+    #: how many input rounds the call asked
+    rounds: int = 0
 
 
 class TurnErrorInfo(WireModel):
