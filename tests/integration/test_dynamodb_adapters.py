@@ -22,6 +22,7 @@ from agentturn.errors import BodyTooLargeError, StorageError
 from agentturn.ports.serializer import JSON
 from agentturn.state.messages import FormMessage
 from agentturn.state.turn import Suspension, SuspensionType
+from agentturn.testing.builders import ai, form, submitted, user
 from agentturn.timeline.identity import stamp
 from tests.contract.aws_adapters import AwsSession, aws_session, new_conversation_id
 from tests.contract.conftest import new_turn
@@ -386,3 +387,27 @@ def test_entries_of_the_layout_before_groups_read_with_groups_over_them(session:
     assert memory.get_messages() == m
     assert memory.get_model_messages(2) == m[2:]
     assert memory.get_message(m[1].message_id) == m[1]
+
+
+def test_a_group_an_earlier_release_wrote_with_an_answered_card_reads_the_card_once_at_its_answer(
+    session: AwsSession,
+) -> None:
+    # GIVEN a timeline as an earlier release left it: the card's own item still pending, and its answered
+    # version stored inside the group of the messages after its call
+    conversation_id = new_conversation_id()
+    memory = session.chat_memory()(conversation_id)
+    card = form(1)
+    answered = submitted(card)
+    memory.append_all([user(0), ai(1, call="call-1"), card])
+    group = memory._group_item([answered, ai(2)])  # type: ignore[attr-defined]
+    session.dynamodb.put_item(TableName=session.names.conversations_table, Item=group)
+
+    # WHEN the timeline and the model's context are read
+    timeline = memory.get_messages()
+    model = memory.get_model_messages()
+
+    # THEN the card shows once, answered; the model's context holds no card
+    assert [m.message_id for m in timeline].count(card.message_id) == 1
+    assert answered in timeline
+    assert all(m.model_visible for m in model)
+    assert [m.message_id for m in model] == [user(0).message_id, ai(1, call="call-1").message_id, ai(2).message_id]

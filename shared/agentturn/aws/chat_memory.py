@@ -169,10 +169,14 @@ def _position(message: _Entry) -> str:
 
 
 def _once_in_order(messages: Sequence[M]) -> list[M]:
-    """Each message once (by id: two groups may hold it), in the timeline's order."""
+    """Each message once (by id: two groups may hold it), in the timeline's order. A card at its highest version:
+    an earlier release stored an answered card inside the group of the messages after it, and its own item may
+    still show it pending."""
     unique: dict[str, M] = {}
     for message in messages:
-        unique.setdefault(message.message_id, message)
+        kept = unique.setdefault(message.message_id, message)
+        if isinstance(message, FormMessage | ApprovalMessage) and message.version > getattr(kept, "version", 0):
+            unique[message.message_id] = message
     return sorted(unique.values(), key=_position)
 
 
@@ -398,8 +402,8 @@ class DynamoDBConversation:
         return _latest(_once_in_order([m for item in items for m in self._model_messages(item)]), limit)
 
     def _model_messages(self, item: Item) -> list[ModelMessage]:
-        """The model messages an item holds (the ``t#`` range holds nothing else)."""
-        return cast("list[ModelMessage]", self._messages(item))
+        """The model messages an item holds (a group an earlier release wrote may also hold an answered card)."""
+        return [m for m in self._messages(item) if not isinstance(m, FormMessage | ApprovalMessage)]
 
     def _walk(self, key_condition: str, values: Item, matching: str, *, forward: bool) -> Iterator[Item]:
         """This conversation's items within ``key_condition`` that pass the filter ``matching`` (``values`` fill
