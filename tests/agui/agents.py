@@ -52,7 +52,10 @@ ADDRESS_FORM: Final = FormDefinition(
     {
         "type": "object",
         "title": "Shipping address",
-        "properties": {"street": {"type": "string", "minLength": 3}, "zip": {"type": "string", "pattern": "^[0-9]{5}$"}},
+        "properties": {
+            "street": {"type": "string", "minLength": 3},
+            "zip": {"type": "string", "pattern": "^[0-9]{5}$"},
+        },
         "required": ["street", "zip"],
     },
 )

@@ -69,7 +69,9 @@ def test_the_official_client_drives_forms_approvals_and_errors(server: DevProces
     # WHEN the official client runs every scenario of client.test.mjs against it
     done = _node("--test", "--test-reporter=spec", str(HERE / "client.test.mjs"), url=server.url)
     # THEN every scenario passes, the client's verifier included
-    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-4000:] + "\n--- server log ---\n" + server.log()[-4000:]
+    assert done.returncode == 0, (
+        done.stdout[-8000:] + done.stderr[-4000:] + "\n--- server log ---\n" + server.log()[-4000:]
+    )
 
 
 def test_a_form_interrupt_survives_a_restart_of_the_server(tmp_path: Path) -> None:

@@ -91,7 +91,11 @@ def parse_input(document: object) -> RunAgentInput:
     except ValidationError as exc:
         raise InputError(
             [
-                {"path": _pointer(tuple(e["loc"])), "in": "body", "message": str(e["msg"]).removeprefix("Value error, ")}
+                {
+                    "path": _pointer(tuple(e["loc"])),
+                    "in": "body",
+                    "message": str(e["msg"]).removeprefix("Value error, "),
+                }
                 for e in exc.errors()
             ]
         ) from None
@@ -103,9 +107,9 @@ def message_text(content: JsonValue) -> str | None:
         return content
     if isinstance(content, list):
         texts = [
-            part["text"]
+            text
             for part in content
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(text := part.get("text"), str)
         ]
         return "\n".join(texts) if texts else None
     return None

@@ -53,7 +53,11 @@ def approval_schema(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
                 "description": "With approved: false, answer in the tool's place: the tool does not run and this "
                 "value is its result (marked as written by a person)."
             },
-            REASON: {"type": "string", "maxLength": 2000, "description": "With approved: false, why (the model reads it)."},
+            REASON: {
+                "type": "string",
+                "maxLength": 2000,
+                "description": "With approved: false, why (the model reads it).",
+            },
         },
         "required": [APPROVED],
         "additionalProperties": False,
@@ -73,7 +77,9 @@ def _form_title(turn: Turn, suspension: Suspension) -> str:
     title = schema.get("title")
     if isinstance(title, str) and title.strip():
         return title
-    card = next((c for c in turn.cards if isinstance(c, FormMessage) and c.action_id == suspension.correlation_id), None)
+    card = next(
+        (c for c in turn.cards if isinstance(c, FormMessage) and c.action_id == suspension.correlation_id), None
+    )
     if card is not None and card.description:
         return card.description
     return suspension.message or (suspension.form_key or "")

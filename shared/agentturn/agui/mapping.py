@@ -74,7 +74,9 @@ def snapshot_messages(timeline: Iterable[TimelineMessage]) -> list[dict[str, Any
 def tool_call_events(message: AiMessage) -> list[AgUiEvent]:
     events: list[AgUiEvent] = []
     for call in message.tool_calls:
-        events.append(ToolCallStart(tool_call_id=call.id, tool_call_name=call.name, parent_message_id=message.message_id))
+        events.append(
+            ToolCallStart(tool_call_id=call.id, tool_call_name=call.name, parent_message_id=message.message_id)
+        )
         events.append(ToolCallArgs(tool_call_id=call.id, delta=_json(call.arguments)))
         events.append(ToolCallEnd(tool_call_id=call.id))
     return events

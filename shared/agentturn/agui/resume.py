@@ -161,7 +161,9 @@ def decide(turn: Turn | None, entries: Sequence[ResumeEntry], run_id: str, now: 
     return Decisions(commands)
 
 
-def replayed(turns: Mapping[str, Turn], entries: Sequence[ResumeEntry], suspensions: Mapping[str, Suspension], run_id: str) -> bool:
+def replayed(
+    turns: Mapping[str, Turn], entries: Sequence[ResumeEntry], suspensions: Mapping[str, Suspension], run_id: str
+) -> bool:
     """Whether every entry is an answer the turn named for it already accepted (a resume sent again).
 
     ``turns`` and ``suspensions`` hold, by interrupt id, the turn each answered card belongs to and the

@@ -59,6 +59,7 @@ from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.engine.retry import handoff_delay
 from agentturn.engine.runner import Runner
 from agentturn.errors import (
+    AgentTurnError,
     ConversationBusyError,
     FormValidationError,
     IdempotencyConflictError,
@@ -199,9 +200,7 @@ class AgUiSession:
         text = new_user_text(self.input, {m.message_id for m in timeline})
         if self.input.resume is not None:
             if text is not None:
-                raise ResumeRefused(
-                    RunErrorCode.INTERRUPTS_PENDING, "send either a resume or a new message, not both"
-                )
+                raise ResumeRefused(RunErrorCode.INTERRUPTS_PENDING, "send either a resume or a new message, not both")
             self._resume(turn, memory)
             return
         if turn is not None and open_interrupts(turn):
@@ -324,7 +323,7 @@ class AgUiSession:
     def _steers_away(self, turn: Turn) -> bool:
         try:
             agent = self._runner().agent_for(turn)
-        except Exception:  # noqa: BLE001 - an agent that cannot be resolved does not steer away
+        except AgentTurnError:  # an agent version that cannot be resolved does not steer away
             return False
         return agent.policy.steer_away
 

@@ -475,12 +475,15 @@ def _register_ag_ui(app: APIGatewayHttpResolver, rule: Callable[[str], str]) -> 
             headers=dict(COMMON_HEADERS),
         )
 
-    stream_answer: dict[int | str, OpenAPIResponse] = {
+    stream_answer: dict[int, OpenAPIResponse] = {
         200: {"description": "AG-UI events", "content": {CONTENT_TYPE: {"schema": {"type": "string"}}}},
         **_responses({}, (400, 404, 413, 415, 422)),
     }
-    capabilities_answer: dict[int | str, OpenAPIResponse] = {
-        200: {"description": "AG-UI AgentCapabilities", "content": {"application/json": {"schema": {"type": "object"}}}},
+    capabilities_answer: dict[int, OpenAPIResponse] = {
+        200: {
+            "description": "AG-UI AgentCapabilities",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
         **_responses({}, (404,)),
     }
 

@@ -122,7 +122,6 @@ class FunctionPool:
                     self.spec.timeout_ms,
                 )
 
-
     def invoke_stream(self, event: Any) -> Any:
         """The handler module's ``stream_handler`` (a :class:`~agentturn.api.http.StreamedAnswer`); the container
         stays busy until its chunks are read to the end or the reader stops (as a streaming Lambda stays busy)."""

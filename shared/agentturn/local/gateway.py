@@ -124,9 +124,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class LocalGateway:
-    def __init__(
-        self, config: GatewayConfig, *, run: Invoke, submit: Invoke, run_stream: Invoke | None = None
-    ) -> None:
+    def __init__(self, config: GatewayConfig, *, run: Invoke, submit: Invoke, run_stream: Invoke | None = None) -> None:
         self.config = config
         self.run = run
         self.submit = submit
