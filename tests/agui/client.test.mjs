@@ -286,3 +286,28 @@ test("GIVEN the default agent route and capabilities THEN they answer as AG-UI d
   assertClean(defaults);
   assert.equal(defaults.finished.outcome.type, "success");
 });
+
+test("GIVEN a client that goes away mid-stream WHEN it comes back without input THEN the turn went on without it and its answer is there", async () => {
+  const threadId = uniqueThread("dropped");
+  const controller = new AbortController();
+  const response = await fetch(`${BASE}/ag-ui/agui-slow`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-Agentturn-Dev-User": "alice" },
+    body: JSON.stringify({ threadId, runId: "dropped-run", messages: [userMessage("hello")] }),
+    signal: controller.signal,
+  });
+  const reader = response.body.getReader();
+  let seen = "";
+  while (!seen.includes('"TEXT_MESSAGE_CONTENT"')) {
+    const { value, done } = await reader.read();
+    assert.ok(!done, "the stream ended before any text");
+    seen += new TextDecoder().decode(value);
+  }
+  controller.abort(); // the page is closed while the model writes
+  const back = await run(agentFor("agui-slow", { threadId }));
+  assertClean(back);
+  assert.equal(back.finished.outcome.type, "success");
+  assert.match(back.finished.result, /^A slow model writes this answer/);
+  const roles = back.events.find((e) => e.type === "MESSAGES_SNAPSHOT").messages.map((m) => m.role);
+  assert.deepEqual(roles, ["user", "assistant"]);
+});

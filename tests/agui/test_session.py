@@ -22,7 +22,14 @@ from agentturn.api.telemetry import NullTelemetry
 from agentturn.ports.memory import InMemoryChatMemory
 from agentturn.ports.queue import InMemoryResumeQueue
 from agentturn.ports.store import InMemoryTurnStore
-from tests.agui.agents import APPROVALS_AGENT, EXPIRING_AGENT, FORM_AGENT, STEER_AGENT, agui_agents
+from tests.agui.agents import (
+    APPROVALS_AGENT,
+    EXPIRING_AGENT,
+    FORM_AGENT,
+    STEER_AGENT,
+    TOOL_FORM_AGENT,
+    agui_agents,
+)
 
 PROTOCOL_EVENT: TypeAdapter[Any] = TypeAdapter(ProtocolEvent)
 
@@ -212,12 +219,13 @@ def test_the_same_resume_twice_is_applied_once(run: Run, services: Services) -> 
     assert [m.type for m in turn.messages].count("tool") == 1
 
 
-def test_a_new_message_while_interrupts_wait_is_refused_unless_the_agent_steers_away(run: Run) -> None:
+def test_a_new_message_while_interrupts_wait_is_refused_unless_the_agent_steers_away(run: Run, clock: Clock) -> None:
     run(FORM_AGENT, "t1", text="book")
     refused = run(FORM_AGENT, "t1", text="something else")
     assert refused[-1]["code"] == RunErrorCode.INTERRUPTS_PENDING.value
     # An agent with ExecutionPolicy(steer_away=True): the old form is declined with a reason, the message runs.
     asked = run(STEER_AGENT, "t2", text="book")
+    clock.now += 1  # the timeline orders turns by when they start
     steered = run(STEER_AGENT, "t2", text="book again")
     assert steered[-1]["type"] == "RUN_FINISHED"
     assert _interrupts(steered)[0]["id"] != _interrupts(asked)[0]["id"]
@@ -267,3 +275,24 @@ def test_each_event_is_one_sse_data_line() -> None:
     frame = encode(TextMessageContent(message_id="m", delta="two\nlines"))
     assert frame.startswith(b"data: ") and frame.endswith(b"\n\n") and frame.count(b"\n") == 2
     assert json.loads(frame[6:]) == {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "two\nlines"}
+
+
+def test_a_tool_result_comes_before_the_reply_it_leads_to_each_with_its_own_id(run: Run) -> None:
+    # GIVEN a tool that asked for a form, and the form submitted
+    asked = run(TOOL_FORM_AGENT, "t1", text="ship")
+    [interrupt] = _interrupts(asked)
+    # WHEN the tool runs again and the model answers (one save holds both)
+    events = run(
+        TOOL_FORM_AGENT,
+        "t1",
+        resume=[
+            {"interruptId": interrupt["id"], "status": "resolved", "payload": {"street": "Main 1", "zip": "12345"}}
+        ],
+    )
+    # THEN the result is told first, and the streamed reply has the id the timeline gives it (not the result's)
+    types = _types(events)
+    assert types.index("TOOL_CALL_RESULT") < types.index("TEXT_MESSAGE_START")
+    result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT")
+    text = next(e for e in events if e["type"] == "TEXT_MESSAGE_START")
+    snapshot = [m["id"] for m in events[-2]["messages"]]
+    assert snapshot.index(result["messageId"]) + 1 == snapshot.index(text["messageId"])

@@ -29,7 +29,6 @@ from agentturn.agui.events import (
 from agentturn.engine.events import Event, EventType
 from agentturn.state.messages import AiMessage, ModelMessage, TimelineMessage, ToolMessage, UserMessage
 from agentturn.state.turn import Turn
-from agentturn.timeline.identity import message_identity
 
 Emit = Callable[[AgUiEvent], None]
 
@@ -82,10 +81,6 @@ def tool_call_events(message: AiMessage) -> list[AgUiEvent]:
     return events
 
 
-def _message_id(turn: Turn, index: int, message: ModelMessage) -> str:
-    return message.message_id or message_identity(turn, index)["message_id"]
-
-
 class TurnEvents:
     """A runner listener and a store observer for one AG-UI run: turns what the turn does into events.
 
@@ -113,6 +108,10 @@ class TurnEvents:
         with self._lock:
             if self._turn_id is not None and event.turn_id != self._turn_id:
                 return
+            if event.message_count is not None and event.message_count > self._seen and event.messages:
+                # Messages the turn holds before its next save (a tool's result before the model is asked again,
+                # the model's reply before its tools run): told now, in the order the turn holds them.
+                self._announce_new(event.turn_id, list(event.messages))
             if event.type is EventType.MODEL_TEXT_DELTA:
                 text = event.data.get("text")
                 if not isinstance(text, str) or not text:
@@ -136,10 +135,7 @@ class TurnEvents:
                 self._turn_id = turn.id
             if turn.id != self._turn_id:
                 return
-            news = list(enumerate(turn.messages))[self._seen :]
-            self._seen = max(self._seen, len(turn.messages))
-            for index, message in news:
-                self._announce(turn, index, message)
+            self._announce_new(turn.id, turn.messages)
 
     def close_open_text(self) -> None:
         """End a text message whose model call never finished (the run stopped under it)."""
@@ -148,8 +144,14 @@ class TurnEvents:
                 self._emit(TextMessageEnd(message_id=self._open))
                 self._open = None
 
-    def _announce(self, turn: Turn, index: int, message: ModelMessage) -> None:
-        message_id = _message_id(turn, index, message)
+    def _announce_new(self, turn_id: str, messages: Sequence[ModelMessage]) -> None:
+        news = list(enumerate(messages))[self._seen :]
+        self._seen = max(self._seen, len(messages))
+        for index, message in news:
+            self._announce(turn_id, index, message)
+
+    def _announce(self, turn_id: str, index: int, message: ModelMessage) -> None:
+        message_id = message.message_id or f"{turn_id}:m:{index:05d}"
         if isinstance(message, AiMessage):
             streamed = self._streamed.pop(0) if self._streamed and message.content else None
             if message.content and streamed is None:
