@@ -62,3 +62,31 @@ export function userMessage(content, id = `u-${Math.random().toString(36).slice(
 export function uniqueThread(prefix) {
   return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 }
+
+/** POST a run and stop reading after `count` events (the page closed there); the events read so far. */
+export async function dropAfter(path, body, count, { user = "alice" } = {}) {
+  const controller = new AbortController();
+  const response = await fetch(BASE + path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-Agentturn-Dev-User": user },
+    body: JSON.stringify(body),
+    signal: controller.signal,
+  });
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const events = [];
+  while (events.length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = text.indexOf("\n\n")) >= 0 && events.length < count) {
+      const frame = text.slice(0, end);
+      text = text.slice(end + 2);
+      if (frame.startsWith("data: ")) events.push(JSON.parse(frame.slice(6)));
+    }
+  }
+  controller.abort();
+  return events;
+}

@@ -74,6 +74,16 @@ def test_the_official_client_drives_forms_approvals_and_errors(server: DevProces
     )
 
 
+def test_a_client_dropping_at_every_boundary_loses_doubles_and_strands_nothing(server: DevProcess) -> None:
+    # GIVEN agentturn dev; WHEN a client drops each run of a form cycle after each of its events, then reloads
+    done = _node("--test", "--test-reporter=spec", str(HERE / "drops.test.mjs"), url=server.url)
+    # THEN every cycle ends with its interrupt, then its answer, once each
+    assert done.returncode == 0, (
+        done.stdout[-6000:] + done.stderr[-3000:] + "\n--- server log ---\n" + server.log()[-3000:]
+    )
+    assert '"lost":0,"doubled":0,"stuck":0' in done.stdout
+
+
 def test_a_form_interrupt_survives_a_restart_of_the_server(tmp_path: Path) -> None:
     state = tmp_path / "state"
     port = free_port()
