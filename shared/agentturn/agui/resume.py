@@ -14,8 +14,7 @@ AG-UI's contract rules, as this server applies them:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from pydantic import JsonValue
 
@@ -26,6 +25,7 @@ from agentturn.engine.idempotency import is_replay
 from agentturn.engine.resume import apply_resume
 from agentturn.errors import FormValidationError, IdempotencyConflictError, InvalidResumeError, RefusalReason
 from agentturn.state.commands import ResumeCommand
+from agentturn.state.messages import ApprovalMessage, FormMessage, TimelineMessage
 from agentturn.state.turn import Suspension, SuspensionType, Turn
 
 REQUEST_PREFIX: Final = "ag-ui:"
@@ -122,15 +122,9 @@ def _form_errors(interrupt_id: str, error: FormValidationError) -> ResumeRefused
     return _payload_error(interrupt_id, f"does not match its responseSchema ({listed})")
 
 
-@dataclass(frozen=True)
-class Decisions:
-    """The checked commands, in the turn's order of its cards."""
-
-    commands: list[ResumeCommand]
-
-
-def decide(turn: Turn | None, entries: Sequence[ResumeEntry], run_id: str, now: float) -> Decisions:
-    """The commands that answer every open interrupt of ``turn``; :class:`ResumeRefused` if any cannot be applied."""
+def decide(turn: Turn | None, entries: Sequence[ResumeEntry], run_id: str, now: float) -> list[ResumeCommand]:
+    """The checked commands that answer every open interrupt of ``turn``, in the order of its cards;
+    :class:`ResumeRefused` if any cannot be applied (then none is)."""
     open_ = open_interrupts(turn)
     answered = {entry.interrupt_id: entry for entry in entries}
     unknown = [i for i in answered if i not in open_]
@@ -158,7 +152,7 @@ def decide(turn: Turn | None, entries: Sequence[ResumeEntry], run_id: str, now: 
         except InvalidResumeError as error:
             raise _refusal(interrupt_id, error) from None
         commands.append(command)
-    return Decisions(commands)
+    return commands
 
 
 def replayed(
@@ -188,10 +182,8 @@ def replayed(
     return bool(entries)
 
 
-def card_suspension(card: Any) -> Suspension | None:
+def card_suspension(card: TimelineMessage | None) -> Suspension | None:
     """The wait a settled card answered, rebuilt enough to rebuild its command (type and action id)."""
-    from agentturn.state.messages import ApprovalMessage, FormMessage
-
     if isinstance(card, ApprovalMessage):
         return Suspension(type=SuspensionType.TOOL_APPROVAL, correlation_id=card.action_id)
     if isinstance(card, FormMessage):

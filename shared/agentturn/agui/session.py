@@ -71,8 +71,8 @@ from agentturn.errors import (
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.store import Lease
 from agentturn.state.commands import ResumeCommand
-from agentturn.state.messages import ApprovalMessage, FormMessage, TimelineMessage
-from agentturn.state.turn import Turn
+from agentturn.state.messages import TimelineMessage
+from agentturn.state.turn import Suspension, Turn
 from agentturn.timeline.identity import message_identity
 from agentturn.timeline.projection import is_projected
 from agentturn.timeline.repair import as_snapshot_shows, repair
@@ -278,11 +278,11 @@ class AgUiSession:
                 current = self._follow(current)
             self._finish(current)
             return
-        decisions = decide(turn, entries, self.input.run_id, self.services.clock())
+        commands = decide(turn, entries, self.input.run_id, self.services.clock())
         assert turn is not None  # decide refuses a resume on a thread with nothing open
         self._events.follow(turn, seen=len(turn.messages))
         runner = self._runner()
-        for command in decisions.commands:
+        for command in commands:
             self._accept(runner, turn.id, command)
         self.telemetry.bind(turnId=turn.id)
         resumed = runner.run_turn(turn.id, should_yield=self.should_yield)
@@ -305,11 +305,12 @@ class AgUiSession:
         """Whether every resume entry names a card its turn already accepted exactly this answer for."""
         entries = self.input.resume or []
         turns: dict[str, Turn] = {}
-        suspensions: dict[str, Any] = {}
+        suspensions: dict[str, Suspension] = {}
         loaded: dict[str, Turn] = {}
         for entry in entries:
-            card: TimelineMessage | None = memory.get_message(entry.interrupt_id)
-            if not isinstance(card, FormMessage | ApprovalMessage) or card.turn_id is None:
+            card = memory.get_message(entry.interrupt_id)
+            suspension = card_suspension(card)
+            if card is None or suspension is None or card.turn_id is None:
                 return False
             if card.turn_id not in loaded:
                 found = self._load(card.turn_id)
@@ -317,7 +318,7 @@ class AgUiSession:
                     return False
                 loaded[card.turn_id] = found
             turns[entry.interrupt_id] = loaded[card.turn_id]
-            suspensions[entry.interrupt_id] = card_suspension(card)
+            suspensions[entry.interrupt_id] = suspension
         return replayed(turns, entries, suspensions, self.input.run_id)
 
     def _steers_away(self, turn: Turn) -> bool:
