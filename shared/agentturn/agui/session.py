@@ -130,6 +130,8 @@ class AgUiSession:
         self.sleep = sleep
         self.key = conversation_key(caller, run_input.thread_id)
         self._emit: Callable[[AgUiEvent], None] = lambda event: None
+        #: the thread's timeline as this run read it (before its own turn wrote anything)
+        self._timeline: list[TimelineMessage] | None = None
         self._events = TurnEvents(self._send)
         self._store = _ObservedStore(services.store, caller, self._events.saved)
 
@@ -196,6 +198,7 @@ class AgUiSession:
         repaired = repair(self._store, memory, timeline)
         if repaired.wrote:
             timeline = memory.get_messages(SNAPSHOT_LIMIT)
+        self._timeline = timeline
         turn = self._load(repaired.holder)
         text = new_user_text(self.input, {m.message_id for m in timeline})
         if self.input.resume is not None:
@@ -213,7 +216,8 @@ class AgUiSession:
                     f"the thread waits for {len(open_interrupts(turn))} interrupt(s): answer them with resume",
                 )
             self._steer_away(turn)
-            self._start(text, memory.get_messages(SNAPSHOT_LIMIT))
+            self._timeline = memory.get_messages(SNAPSHOT_LIMIT)
+            self._start(text, self._timeline)
             return
         if text is not None:
             if turn is not None and turn.status.is_runnable:
@@ -362,7 +366,14 @@ class AgUiSession:
 
     # ------------------------------------------------------------------ the ending
 
-    def _snapshot(self) -> list[dict[str, Any]]:
+    def _snapshot(self, turn: Turn | None) -> list[dict[str, Any]]:
+        """The thread's messages: what the timeline held when the run began, with the turn's messages as the turn
+        now holds them (its snapshot, which its projection copies into the timeline): no second read of the
+        timeline for what this run itself saved."""
+        if turn is not None and self._timeline is not None:
+            earlier = [m for m in self._timeline if m.turn_id != turn.id]
+            own = [m.model_copy(update=message_identity(turn, i)) for i, m in enumerate(turn.messages)]
+            return snapshot_messages([*earlier, *own])
         memory = self.services.chat_memory(self.key)
         messages = memory.get_messages(SNAPSHOT_LIMIT)
         repaired = repair(self._store, memory, messages)
@@ -384,7 +395,7 @@ class AgUiSession:
     def _finish(self, turn: Turn | None) -> None:
         ids = self.input
         self._send(StateSnapshot(snapshot=self._state(turn)))
-        self._send(MessagesSnapshot(messages=self._snapshot()))
+        self._send(MessagesSnapshot(messages=self._snapshot(turn)))
         if turn is not None and open_interrupts(turn):
             outcome = InterruptOutcome(interrupts=interrupts_of(turn))
             self._send(RunFinished(thread_id=ids.thread_id, run_id=ids.run_id, outcome=outcome))
