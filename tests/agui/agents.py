@@ -30,6 +30,8 @@ TOOL_FORM_AGENT: Final = "agui-tool-form"
 APPROVALS_AGENT: Final = "agui-approvals"
 STEER_AGENT: Final = "agui-steer"
 EXPIRING_AGENT: Final = "agui-expiring"
+#: Approvals of an agent that continues after each answer (ExecutionPolicy(resume_after="each")).
+EACH_AGENT: Final = "agui-each"
 #: The first token after 1 s (a model's latency), then 8 characters every 20 ms: what the latency figure measures.
 SLOW_AGENT: Final = "agui-slow"
 
@@ -158,6 +160,14 @@ def agui_agents() -> list[Agent]:
             chat_model=ScriptedChatModel(_approvals_model),
             tools=[refund],
             approval_policy=_approval,
+        ),
+        Agent(
+            id=EACH_AGENT,
+            instructions="Refund orders; each approved refund runs at once.",
+            chat_model=ScriptedChatModel(_approvals_model),
+            tools=[refund],
+            approval_policy=_approval,
+            policy=ExecutionPolicy(resume_after="each"),
         ),
         Agent(
             id=STEER_AGENT,

@@ -213,6 +213,7 @@ test("GIVEN a resume applied once WHEN the same resume is sent again (a retry, a
   const again = await run(agentFor("agui-approvals", { threadId }), { resume });
   assertClean(again);
   assert.equal(again.finished.outcome.type, "success");
+  assert.equal(again.finished.result, first.finished.result, "the outcome of the first application");
   assert.ok(!again.types.includes("TOOL_CALL_RESULT"), "no second application");
   const snapshot = again.events.find((e) => e.type === "MESSAGES_SNAPSHOT");
   assert.equal(snapshot.messages.filter((m) => m.role === "tool").length, 1, "the refund ran once");

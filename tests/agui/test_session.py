@@ -24,6 +24,7 @@ from agentturn.ports.queue import InMemoryResumeQueue
 from agentturn.ports.store import InMemoryTurnStore
 from tests.agui.agents import (
     APPROVALS_AGENT,
+    EACH_AGENT,
     EXPIRING_AGENT,
     FORM_AGENT,
     STEER_AGENT,
@@ -296,3 +297,20 @@ def test_a_tool_result_comes_before_the_reply_it_leads_to_each_with_its_own_id(r
     text = next(e for e in events if e["type"] == "TEXT_MESSAGE_START")
     snapshot = [m["id"] for m in events[-2]["messages"]]
     assert snapshot.index(result["messageId"]) + 1 == snapshot.index(text["messageId"])
+
+
+@pytest.mark.parametrize("agent", [APPROVALS_AGENT, EACH_AGENT])
+def test_three_answers_in_one_resume_apply_whether_the_agent_continues_after_all_or_each(run: Run, agent: str) -> None:
+    asked = run(agent, "t1", text="refund three")
+    interrupts = _interrupts(asked)
+    resume = [
+        {"interruptId": interrupts[0]["id"], "status": "resolved", "payload": {"approved": True}},
+        {"interruptId": interrupts[1]["id"], "status": "resolved", "payload": {"approved": True}},
+        {"interruptId": interrupts[2]["id"], "status": "cancelled"},
+    ]
+    done = run(agent, "t1", resume=resume)
+    assert done[-1]["type"] == "RUN_FINISHED" and done[-1]["outcome"] == {"type": "success"}, done[-1]
+    results = {e["toolCallId"]: json.loads(e["content"]) for e in done if e["type"] == "TOOL_CALL_RESULT"}
+    assert results["call-r1"] == {"refunded": "O-1", "amount": 10}
+    assert results["call-r2"] == {"refunded": "O-2", "amount": 20}
+    assert results["call-r3"]["status"] == "rejected"

@@ -275,10 +275,13 @@ class AgUiSession:
     def _resume(self, turn: Turn | None, memory: ChatMemory) -> None:
         entries = self.input.resume or []
         open_ = open_interrupts(turn)
-        if entries and any(entry.interrupt_id not in open_ for entry in entries) and self._is_replay(memory):
+        replayed_in = (
+            self._replayed_turn(memory) if entries and any(e.interrupt_id not in open_ for e in entries) else None
+        )
+        if replayed_in is not None:
             # The same resume again (its first attempt was applied): the turn's outcome as it stands now.
-            current = self._load(turn.id) if turn is not None else None
-            if current is not None and current.status.is_runnable:
+            current = replayed_in
+            if current.status.is_runnable:
                 current = self._follow(current)
             self._finish(current)
             return
@@ -286,15 +289,23 @@ class AgUiSession:
         assert turn is not None  # decide refuses a resume on a thread with nothing open
         self._events.follow(turn, seen=len(turn.messages))
         runner = self._runner()
-        for command in commands:
-            self._accept(runner, turn.id, command)
         self.telemetry.bind(turnId=turn.id)
-        resumed = runner.run_turn(turn.id, should_yield=self.should_yield)
-        self._after_run(resumed)
+        current = turn
+        for number, command in enumerate(commands):
+            current = self._accept(runner, turn.id, command)
+            if current.status.is_runnable and number < len(commands) - 1:
+                # An agent that resumes after each answer ("each") runs the answered call before the next answer
+                # applies (as the HTTP routes would, one answer at a time); the others still wait meanwhile.
+                current = runner.run_turn(turn.id, should_yield=self.should_yield)
+                if not current.status.is_blocked:
+                    break
+        if current.status.is_runnable:
+            current = runner.run_turn(turn.id, should_yield=self.should_yield)
+        self._after_run(current)
 
-    def _accept(self, runner: Runner, turn_id: str, command: ResumeCommand) -> None:
+    def _accept(self, runner: Runner, turn_id: str, command: ResumeCommand) -> Turn:
         try:
-            runner.accept_answer(turn_id, command.with_metadata("submittedBy", self.caller))
+            return runner.accept_answer(turn_id, command.with_metadata("submittedBy", self.caller)).turn
         except IdempotencyConflictError:
             raise ResumeRefused(
                 RunErrorCode.RESUME_CONFLICT, f"action {command.action_id!r} was answered before with another answer"
@@ -305,8 +316,8 @@ class AgUiSession:
             # Lost a race with another answer between the check and the write.
             raise ResumeRefused(RunErrorCode.RESUME_UNKNOWN_INTERRUPT, str(error)) from None
 
-    def _is_replay(self, memory: ChatMemory) -> bool:
-        """Whether every resume entry names a card its turn already accepted exactly this answer for."""
+    def _replayed_turn(self, memory: ChatMemory) -> Turn | None:
+        """The turn whose cards every resume entry names, if it already accepted exactly these answers; else None."""
         entries = self.input.resume or []
         turns: dict[str, Turn] = {}
         suspensions: dict[str, Suspension] = {}
@@ -315,15 +326,17 @@ class AgUiSession:
             card = memory.get_message(entry.interrupt_id)
             suspension = card_suspension(card)
             if card is None or suspension is None or card.turn_id is None:
-                return False
+                return None
             if card.turn_id not in loaded:
                 found = self._load(card.turn_id)
                 if found is None:
-                    return False
+                    return None
                 loaded[card.turn_id] = found
             turns[entry.interrupt_id] = loaded[card.turn_id]
             suspensions[entry.interrupt_id] = suspension
-        return replayed(turns, entries, suspensions, self.input.run_id)
+        if len(loaded) != 1 or not replayed(turns, entries, suspensions, self.input.run_id):
+            return None
+        return next(iter(loaded.values()))
 
     def _steers_away(self, turn: Turn) -> bool:
         try:
