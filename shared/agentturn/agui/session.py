@@ -81,8 +81,7 @@ _log = logging.getLogger("agentturn.agui")
 
 #: Timeline entries a ``MESSAGES_SNAPSHOT`` carries (the latest ones).
 SNAPSHOT_LIMIT: Final = 200
-#: How long a run with no input follows a turn running elsewhere before it answers with what is stored.
-FOLLOW_SECONDS: Final = 20.0
+#: How often a run with no input reads a turn running elsewhere while it follows it (``ag_ui_follow_seconds``).
 FOLLOW_POLL_SECONDS: Final = 0.25
 STEERED_AWAY: Final = "superseded: the person sent a new message instead of answering"
 
@@ -358,7 +357,7 @@ class AgUiSession:
 
     def _follow(self, turn: Turn) -> Turn:
         """Wait (bounded) for a turn running elsewhere (the worker) to stop: blocked, ended, or still running."""
-        deadline = time.monotonic() + FOLLOW_SECONDS
+        deadline = time.monotonic() + self.services.settings.ag_ui_follow_seconds
         self._events.follow(turn, seen=len(turn.messages))
         current = turn
         while current.status.is_runnable and time.monotonic() < deadline and not self.should_yield():
