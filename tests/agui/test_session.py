@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -314,3 +315,17 @@ def test_three_answers_in_one_resume_apply_whether_the_agent_continues_after_all
     assert results["call-r1"] == {"refunded": "O-1", "amount": 10}
     assert results["call-r2"] == {"refunded": "O-2", "amount": 20}
     assert results["call-r3"]["status"] == "rejected"
+
+
+def test_a_new_message_while_the_turn_runs_elsewhere_is_refused_and_a_run_without_input_reports_it(
+    run: Run, services: Services
+) -> None:
+    # GIVEN a turn handed to the worker (the request ran out of time), nobody running it yet
+    handed = run(FORM_AGENT, "t1", text="book", should_yield=lambda: True)
+    assert handed[-1]["code"] == RunErrorCode.CONTINUING.value
+    # WHEN another message comes THEN it is refused: the thread is busy, nothing starts
+    busy = run(FORM_AGENT, "t1", text="and another thing")
+    assert busy[-1]["code"] == RunErrorCode.THREAD_BUSY.value
+    # AND a run without input (following it at most ag_ui_follow_seconds, here none) says it continues
+    services.settings = replace(services.settings, ag_ui_follow_seconds=0)
+    assert run(FORM_AGENT, "t1")[-1]["code"] == RunErrorCode.CONTINUING.value
