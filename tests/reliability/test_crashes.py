@@ -6,6 +6,8 @@ For every seed: no turn is lost (all terminal within the bound), no transition i
 history equals a fault-free run's), the ticket is created once (ledger keyed by ``ToolContext.idempotency_key``),
 and the timeline, re-projected from the snapshot, equals it.
 
+An AG-UI flow runs the support ticket through ``POST /ag-ui`` runs (``AGENTTURN_CRASH_SEEDS_AGUI``, default 40).
+
 A second flow, the mixed batch, runs the same plans over one model message whose four calls each need a
 person (two refunds to approve, a form the model asks for, a ticket whose tool asks for its form): every card
 is answered through its own route (``AGENTTURN_CRASH_SEEDS_MIXED``, default 40; 10 on DynamoDB Local).
@@ -18,11 +20,12 @@ seeds carry the ``slow`` marker). The same plans also run on the DynamoDB adapte
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -52,7 +55,11 @@ MEETING = {"topic": "Incident review", "date": "2026-12-02", "startTime": "10:30
 _FLOW_INPUTS: dict[str, dict[str, str]] = {
     "ticket": {"input": TICKET_INPUT, "agentId": "support-agent"},
     "mixed": {"input": "do these at once please", "agentId": "assistant"},
+    # The support ticket again, asked and answered through AG-UI runs (POST /ag-ui/support-agent).
+    "agui": {"input": TICKET_INPUT, "agentId": "support-agent"},
 }
+#: RUN_ERROR codes after which an AG-UI client tries again (a crash inside the run is "internal").
+AGUI_RETRYABLE = frozenset({"agentturn:internal", "agentturn:unavailable", "agentturn:continuing"})
 #: Every boundary the flow crosses, each failed before and after the write.
 BOUNDARIES = (
     "store.create", "store.save", "store.claim", "store.renew", "store.release",
@@ -95,7 +102,50 @@ class World:
         except InjectedFault:
             return None  # the Lambda died: API Gateway answers 5xx
 
+    # ------------------------------------------------------------------ the AG-UI client
+
+    def _ag_ui(self, body: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """One AG-UI run through the run handler; its events, or None when it died or ended in a retryable error."""
+        event = http_event("http_start_turn.json", path="/ag-ui/support-agent", body={"threadId": CONVERSATION, **body})
+        answer = self._call(self.stack.run, event)
+        if answer is None or answer.status >= 500:
+            return None
+        assert answer.status == 200, answer.body
+        events = [json.loads(f.removeprefix("data: ")) for f in answer.body.split("\n\n") if f]
+        if events[-1]["type"] == "RUN_ERROR" and events[-1].get("code") in AGUI_RETRYABLE:
+            return None
+        return events
+
+    def _ag_ui_start(self) -> None:
+        message = {"id": "client-1", "role": "user", "content": TICKET_INPUT}
+        for attempt in range(6):
+            if self._ag_ui({"runId": f"start-{attempt}", "messages": [message]}) is not None:
+                return
+            # A careful client looks at the thread (a run without input) before sending its message again.
+            reload = self._ag_ui({"runId": f"look-{attempt}", "messages": []})
+            snapshot = next((e for e in reload or [] if e["type"] == "MESSAGES_SNAPSHOT"), None)
+            if snapshot is not None and snapshot["messages"]:
+                return
+
+    def _ag_ui_answer(self) -> None:
+        for attempt in range(6):
+            reload = self._ag_ui({"runId": f"reload-{attempt}", "messages": []})
+            if reload is None:
+                continue
+            interrupts = (reload[-1].get("outcome") or {}).get("interrupts", [])
+            if not interrupts:
+                return  # nothing open (any more): the next round looks again
+            resume = [{"interruptId": i["id"], "status": "resolved", "payload": VALID_TICKET} for i in interrupts]
+            for retry in range(6):
+                if self._ag_ui({"runId": f"answer-{attempt}-{retry}", "messages": [], "resume": resume}) is not None:
+                    return
+
+    # ------------------------------------------------------------------ the HTTP client
+
     def start(self) -> None:
+        if self.flow == "agui":
+            self._ag_ui_start()
+            return
         event = http_event(
             "http_start_turn.json",
             path=f"/conversations/{CONVERSATION}/turns",
@@ -115,6 +165,9 @@ class World:
     def submit(self, turn: Turn) -> None:
         """Answer every card the turn waits on (one for the ticket flow, four for the mixed batch)."""
         assert turn.suspensions
+        if self.flow == "agui":
+            self._ag_ui_answer()
+            return
         for suspension in turn.suspensions:
             self._answer(turn, suspension)
 
@@ -461,3 +514,24 @@ def test_crash_at_any_boundary_in_a_mixed_batch_on_dynamodb_local(seed: int, req
     figures = _check(world)
     record("crash seeds, mixed batch on DynamoDB Local", seeds=1, lost=0, duplicated_transitions=0,
            duplicate_side_effects=0, faults=figures["faults"])  # fmt: skip
+
+
+AGUI_SEEDS = int(os.environ.get("AGENTTURN_CRASH_SEEDS_AGUI", "40"))
+
+
+@pytest.mark.parametrize(
+    "seed", [pytest.param(s, id=f"agui_seed_{s}") for s in ([int(ONLY)] if ONLY is not None else range(AGUI_SEEDS))]
+)
+def test_crash_at_any_boundary_in_an_ag_ui_cycle(seed: int) -> None:
+    # GIVEN the seeded fault plans, and the support ticket asked and answered through AG-UI runs (the resumed turn
+    # runs in the AG-UI request itself, not in a worker)
+    world = _world(seed, flow="agui")
+    # The clock here is a fake one: a run that would follow a turn running elsewhere answers at once instead.
+    world.stack.services.settings = replace(world.stack.services.settings, ag_ui_follow_seconds=0)
+    # WHEN the client retries a run that died or ended in a retryable RUN_ERROR (looking at the thread before
+    # sending its message again), workers are redelivered what failed, and the sweeper runs when idle
+    world.run()
+    # THEN the same promises hold: one completed turn, its history the fault-free run's, one ticket
+    figures = _check(world)
+    record("crash seeds, AG-UI", seeds=1, lost=0, duplicated_transitions=0, duplicate_side_effects=0,
+           faults=figures["faults"], sweeps=figures["sweeps"], orphan_starts=figures["orphan_starts"])  # fmt: skip

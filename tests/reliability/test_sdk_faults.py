@@ -11,7 +11,9 @@ starting another), SQS redelivers what the worker failed, the sweeper ticks when
 
 Flows: the tool-requested form (support ticket), the model-requested form (meeting room), cancel, decline,
 approval (refund), expiry (a wait nobody answers) and a mixed batch (one model message whose four calls each
-need a person: two approvals, a form the model asks for, a form a tool asks for; every card answered). For every seed:
+need a person: two approvals, a form the model asks for, a form a tool asks for; every card answered), and the
+support ticket through AG-UI (the message and the resume as runs of ``POST /ag-ui/support-agent``, retried after
+a ``RUN_ERROR`` the way a careful client does: a reload first). For every seed:
 
 * 0 lost: every answer the client got a 2xx for is applied; the turn ends as a fault-free run ends;
 * 0 unreadable: every turn loads, GET /turns/{id} and GET .../messages answer 200, the timeline converges;
@@ -24,6 +26,7 @@ default marked ``slow``); one seed: ``AGENTTURN_FAULT_SEED=17``. Figures are pri
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections import Counter
@@ -67,8 +70,17 @@ ROUNDS: Final = 40
 INPUT_TIMEOUT: Final = 300.0
 GROUP: Final = "sdk fault seeds"
 
-Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed"]
-FLOWS: Final[tuple[Flow, ...]] = ("form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed")
+Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui"]
+FLOWS: Final[tuple[Flow, ...]] = (
+    "form_tool",
+    "form_model",
+    "cancel",
+    "decline",
+    "approval",
+    "expiry",
+    "mixed",
+    "agui",
+)
 MEETING: Final = {"topic": "Incident review", "date": "2026-12-02", "startTime": "10:30", "attendees": 6}
 _INPUTS: Final[dict[Flow, tuple[str, str]]] = {
     "form_tool": ("support-agent", "create a high priority login incident ticket"),
@@ -79,7 +91,11 @@ _INPUTS: Final[dict[Flow, tuple[str, str]]] = {
     "expiry": ("support-timeout", "create a high priority login incident ticket"),
     # One message, four cards: two refunds to approve, the meeting form, the ticket tool's form.
     "mixed": ("assistant", "do these at once please"),
+    # The support ticket through AG-UI: the message and the resume are runs of POST /ag-ui/support-agent.
+    "agui": ("support-agent", "create a high priority login incident ticket"),
 }
+#: RUN_ERROR codes a careful AG-UI client tries again after (the others are answers, not failures).
+AGUI_RETRYABLE: Final = frozenset({"agentturn:unavailable", "agentturn:internal", "agentturn:continuing"})
 SUB: Final = "8f5e1c2a-7d3b-4a6e-9c1f-2b7d4e6a8c10"
 
 
@@ -190,8 +206,71 @@ class World:
             self.client_errors += 1
         return None
 
+    # ------------------------------------------------------------------ the AG-UI client
+
+    def _ag_ui(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        event = http_event("http_start_turn.json", path="/ag-ui/support-agent", body=body, sub=SUB)
+        answer = self._send("run", event)
+        assert answer.status == 200, f"{self.where}: an AG-UI run answered {answer.status}: {answer.body}"
+        frames = [f for f in answer.body.split("\n\n") if f]
+        return [json.loads(f.removeprefix("data: ")) for f in frames]
+
+    def _ag_ui_failed(self, events: list[dict[str, Any]]) -> bool:
+        last = events[-1]
+        if last["type"] == "RUN_ERROR" and last.get("code") in AGUI_RETRYABLE:
+            self.client_errors += 1
+            return True
+        return False
+
+    def _ag_ui_interrupts(self) -> list[dict[str, Any]]:
+        """A reload: a run without input, until it answers (the thread's open interrupts, maybe none)."""
+        for _ in range(CLIENT_TRIES):
+            events = self._ag_ui({"threadId": self.conversation, "runId": uuid.uuid4().hex, "messages": []})
+            if not self._ag_ui_failed(events):
+                outcome = events[-1].get("outcome") or {}
+                interrupts: list[dict[str, Any]] = outcome.get("interrupts", [])
+                return interrupts
+        raise AssertionError(f"{self.where}: the thread never answered a reload")
+
+    def _ag_ui_start(self, text: str) -> None:
+        message = {"id": "client-message-1", "role": "user", "content": text}
+        for _ in range(CLIENT_TRIES):
+            events = self._ag_ui({"threadId": self.conversation, "runId": uuid.uuid4().hex, "messages": [message]})
+            if not self._ag_ui_failed(events):
+                assert events[-1]["type"] == "RUN_FINISHED", f"{self.where}: the start ended {events[-1]}"
+                return
+            # A careful client looks at the thread before sending its message again: the turn may exist.
+            for _ in range(CLIENT_TRIES):
+                events = self._ag_ui({"threadId": self.conversation, "runId": uuid.uuid4().hex, "messages": []})
+                if not self._ag_ui_failed(events):
+                    break
+            snapshot = next((e for e in events if e["type"] == "MESSAGES_SNAPSHOT"), None)
+            if snapshot is not None and snapshot["messages"]:
+                return
+        raise AssertionError(f"{self.where}: the AG-UI start never answered")
+
+    def _ag_ui_answer(self) -> None:
+        interrupts = self._ag_ui_interrupts()
+        if not interrupts:
+            return  # not waiting yet (the turn still runs): the next round looks again
+        resume = [{"interruptId": i["id"], "status": "resolved", "payload": VALID_TICKET} for i in interrupts]
+        for _ in range(CLIENT_TRIES):
+            events = self._ag_ui({"threadId": self.conversation, "runId": uuid.uuid4().hex, "resume": resume})
+            if not self._ag_ui_failed(events):
+                last = events[-1]
+                assert last["type"] == "RUN_FINISHED", f"{self.where}: the resume ended {last}"
+                self.accepted.extend(f"ag-ui:{i['id']}" for i in interrupts)
+                self.acted = True
+                return
+        raise AssertionError(f"{self.where}: the resume never answered")
+
+    # ------------------------------------------------------------------ the HTTP client
+
     def start(self) -> None:
         agent_id, text = _INPUTS[self.flow]
+        if self.flow == "agui":
+            self._ag_ui_start(text)
+            return
         event = http_event(
             "http_start_turn.json",
             path=f"/conversations/{self.conversation}/turns",
@@ -218,6 +297,9 @@ class World:
             return
         if self.flow == "mixed":
             self._answer_every_card(turn)
+            return
+        if self.flow == "agui":
+            self._ag_ui_answer()
             return
         suspension = turn.suspension
         assert suspension is not None

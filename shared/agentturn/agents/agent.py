@@ -44,6 +44,10 @@ class ExecutionPolicy:
     #: or after each answer ("each": an approved call runs at once while the others still wait; the model
     #: is asked again only when every call of the message has its result)
     resume_after: Literal["all", "each"] = "all"
+    #: a new user message while decisions wait (AG-UI's "pending interrupts block new input"): False refuses it
+    #: (the spec's default); True declines/rejects the waiting cards with a recorded reason, ends the turn, and
+    #: starts the next one with the message
+    steer_away: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_iterations", "max_steps", "max_tool_calls", "context_window"):

@@ -12,9 +12,11 @@ Wiring (boto3 clients, adapters, agents) happens on the first request that needs
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentturn.api import problems
@@ -22,7 +24,7 @@ from agentturn.api.body import read_json_body
 from agentturn.api.identity import IdentityResolver, jwt_subject
 from agentturn.api.lambdas import LazyServices
 from agentturn.api.problems import ProblemError
-from agentturn.api.routes import RouteGroup, match_route
+from agentturn.api.routes import RouteGroup, RouteSpec, match_route
 from agentturn.api.telemetry import NullTelemetry, Telemetry
 
 if TYPE_CHECKING:
@@ -35,6 +37,22 @@ if TYPE_CHECKING:
 _log = logging.getLogger("agentturn.api.http")
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+@dataclass(frozen=True)
+class StreamedAnswer:
+    """An HTTP answer whose body is sent piece by piece as ``chunks`` yields them."""
+
+    status: int
+    headers: Mapping[str, str]
+    chunks: Iterable[bytes]
+
+    @classmethod
+    def whole(cls, response: Mapping[str, Any]) -> StreamedAnswer:
+        """A Lambda proxy answer (``statusCode``, ``headers``, ``body``) as one chunk."""
+        body = response.get("body") or ""
+        data = base64.b64decode(body) if response.get("isBase64Encoded") else str(body).encode()
+        return cls(int(response.get("statusCode", 200)), dict(response.get("headers") or {}), [data])
 
 
 class RemainingTime(Protocol):
@@ -105,10 +123,8 @@ class HttpApi:
         except ProblemError as problem:
             return problem.to_api_gateway()
 
-    def _handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        from agentturn.api.operations import Operations
-        from agentturn.api.resolver import CONTEXT_KEY, RequestContext
-
+    def _gate(self, event: Mapping[str, Any]) -> tuple[RouteSpec, str | None, Any]:
+        """Route, identity and body checks, in that order; the route, the verified caller and the parsed body."""
         method, path = request_method(event), request_path(event)
         matched = match_route(method, path, self.groups)
         if matched.route is None:
@@ -121,6 +137,7 @@ class HttpApi:
             if caller is None:
                 raise problems.unauthenticated()
             self.telemetry.bind(userId=caller)
+        document: Any = None
         if method in _BODY_METHODS:
             # Parsed here only to be refused early; the resolver parses the accepted text again (same
             # strict parser), which for at most max_body_bytes costs far less than the request itself.
@@ -131,6 +148,13 @@ class HttpApi:
                 raise problems.request_validation(
                     [{"path": "", "in": "body", "message": "the body must be a JSON object"}]
                 )
+        return matched.route, caller, document
+
+    def _handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        from agentturn.api.operations import Operations
+        from agentturn.api.resolver import CONTEXT_KEY, RequestContext
+
+        _, caller, _ = self._gate(event)
         resolver = self.resolver
         request = RequestContext(
             caller=caller,
@@ -142,6 +166,32 @@ class HttpApi:
         # The resolver's per-request context (it clears it after every resolve).
         resolver.context[CONTEXT_KEY] = request
         return resolver.resolve(dict(event), context)
+
+    def stream(self, event: Mapping[str, Any], context: Any) -> StreamedAnswer:
+        """:meth:`handle` for an integration that can stream (the local gateway, a Lambda behind the Lambda Web
+        Adapter): an AG-UI run's events are sent as the run makes them; every other answer is sent whole.
+
+        Everything refused before the run starts (route, identity, body, input, agent) is a problem document,
+        as from :meth:`handle`; what goes wrong after is a ``RUN_ERROR`` event in the stream.
+        """
+        from agentturn.agui.encoder import CONTENT_TYPE, STREAM_HEADERS
+        from agentturn.api.operations import Operations
+        from agentturn.api.resolver import ag_ui_agent_id
+
+        try:
+            route, caller, document = self._gate(event)
+            if not route.streamed or caller is None:
+                return StreamedAnswer.whole(self.handle(event, context))
+            if document is None:
+                raise problems.body_required()
+            agent_id = ag_ui_agent_id(route, request_path(event))
+            session = Operations(self.services, self.telemetry).ag_ui_session(
+                caller, agent_id, document, self._yield_probe(context)
+            )
+        except ProblemError as problem:
+            return StreamedAnswer.whole(problem.to_api_gateway())
+        headers = {"Content-Type": CONTENT_TYPE, **STREAM_HEADERS}
+        return StreamedAnswer(200, headers, session.stream())
 
     def _yield_probe(self, context: Any) -> Callable[[], bool]:
         """Stop before a step once the Lambda has less than the margin left (never, without a Lambda context)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentturn.api import problems
 from agentturn.api.models import (
@@ -41,6 +41,10 @@ from agentturn.state.commands import ResumeCommand
 from agentturn.state.turn import Turn
 from agentturn.timeline.conversation_list import ConversationDirectory, InvalidCursorError
 from agentturn.timeline.repair import repair
+
+if TYPE_CHECKING:
+    from agentturn.agents.agent import Agent
+    from agentturn.agui.session import AgUiSession
 
 _log = logging.getLogger("agentturn.api.operations")
 
@@ -116,6 +120,36 @@ class Operations:
             _log.info("turn %r handed to the worker at version %d (delay %d s)", turn.id, turn.version, delay)
             return StartedTurn(turn, handed_off=True)
         return StartedTurn(turn, handed_off=False)
+
+    # ------------------------------------------------------------------ AG-UI
+
+    def _agent_for_ag_ui(self, agent_id: str | None) -> Agent:
+        try:
+            return self.services.agents.for_new_turn(agent_id)
+        except UnknownAgentError:
+            raise problems.agent_not_found(agent_id or "", self.services.agents.ids()) from None
+
+    def ag_ui_session(
+        self, caller: str, agent_id: str | None, document: object, should_yield: YieldProbe
+    ) -> AgUiSession:
+        """An AG-UI run, checked before any event is sent: the input (422 naming each field) and the agent (404).
+
+        Nothing is read from storage yet; what the thread holds decides the run once it streams.
+        """
+        from agentturn.agui.input import InputError, parse_input
+        from agentturn.agui.session import AgUiSession
+
+        try:
+            run_input = parse_input(document)
+        except InputError as exc:
+            raise problems.request_validation(exc.errors) from None
+        self._agent_for_ag_ui(agent_id)
+        return AgUiSession(self.services, self.telemetry, caller, agent_id, run_input, should_yield)
+
+    def ag_ui_capabilities(self, agent_id: str | None) -> dict[str, Any]:
+        from agentturn.agui.capabilities import capabilities
+
+        return capabilities(self._agent_for_ag_ui(agent_id))
 
     def _hand_off_after_failure(self, turn_id: str, version: int) -> None:
         try:

@@ -124,6 +124,12 @@ def action_not_found(turn_id: str, action_id: str) -> ProblemError:
     return ProblemError(404, "action-not-found", "Action not found", f"turn {turn_id!r} has no action {action_id!r}")
 
 
+def agent_not_found(agent_id: str, known: Sequence[str]) -> ProblemError:
+    return ProblemError(
+        404, "agent-not-found", "Agent not found", f"there is no agent {agent_id!r}; use one of {list(known)!r}"
+    )
+
+
 def malformed_body(detail: str) -> ProblemError:
     return ProblemError(400, "malformed-json", "Malformed JSON body", detail)
 

@@ -8,6 +8,7 @@ resolver's context before resolving. Every error becomes a problem document in :
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -43,7 +44,7 @@ from agentturn.api.models import (
 )
 from agentturn.api.operations import Operations, YieldProbe
 from agentturn.api.problems import COMMON_HEADERS, ProblemError
-from agentturn.api.routes import ROUTES, RouteGroup
+from agentturn.api.routes import ROUTES, RouteGroup, RouteSpec
 from agentturn.api.telemetry import Telemetry
 from agentturn.api.views import turn_view
 from agentturn.errors import AgentTurnError, StorageError
@@ -58,6 +59,7 @@ _IDEMPOTENCY_KEY = re.compile(rf"^[\x21\x23-\x2b\x2d-\x7e]{{1,{MAX_IDEMPOTENCY_K
 _TURN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Tool call ids come from model providers (call_…, toolu_…, tooluse_…): any visible ASCII but "/".
 _ACTION_ID = re.compile(r"^[\x21-\x2e\x30-\x7e]{1,256}$")
+_AGENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
 @dataclass(frozen=True)
@@ -419,6 +421,9 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             tid = _turn_id(turn_id)
             return _json(202, context.operations().cancel(caller, tid, key), {"Location": f"/turns/{tid}"})
 
+    if RouteGroup.AGUI in groups:
+        _register_ag_ui(app, rule)
+
     if RouteGroup.DOCS in groups:
 
         @app.get(
@@ -435,6 +440,119 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             )
 
     return app
+
+
+_AGENT_ID_PARAM = Annotated[str, Path(alias="agentId", description="The agent that runs a new turn of the thread.")]
+_AG_UI_RUN_DESCRIPTION: Final = (
+    "Body: AG-UI 1.0 `RunAgentInput` (`threadId` = the caller's conversation id, `runId`, `messages` — only the "
+    "newest user message is read, and only when the timeline does not hold it —, `resume[]`). Answer: "
+    "`text/event-stream` of AG-UI events; refusals found before the stream are problem documents, later ones "
+    "`RUN_ERROR` events with a stable `code`. Integrations that cannot stream send the whole run at its end."
+)
+
+
+def _register_ag_ui(app: APIGatewayHttpResolver, rule: Callable[[str], str]) -> None:
+    from agentturn.agui.encoder import CONTENT_TYPE, STREAM_HEADERS, encode
+
+    def run(agent_id: str | None) -> Response[str]:
+        context = _request(app)
+        caller = _caller(context)
+        session = context.operations().ag_ui_session(
+            caller, agent_id, ag_ui_document(context.event), context.should_yield
+        )
+        # The buffered answer (API Gateway's HTTP API cannot stream a Lambda's answer): the whole run at once.
+        body = b"".join(encode(event) for event in session.events()).decode()
+        return Response(status_code=200, content_type=CONTENT_TYPE, body=body, headers=dict(STREAM_HEADERS))
+
+    def capabilities(agent_id: str | None) -> Response[str]:
+        context = _request(app)
+        _caller(context)
+        document = context.operations().ag_ui_capabilities(agent_id)
+        return Response(
+            status_code=200,
+            content_type="application/json",
+            body=json.dumps(document, ensure_ascii=False, separators=(",", ":")),
+            headers=dict(COMMON_HEADERS),
+        )
+
+    stream_answer: dict[int, OpenAPIResponse] = {
+        200: {"description": "AG-UI events", "content": {CONTENT_TYPE: {"schema": {"type": "string"}}}},
+        **_responses({}, (400, 404, 413, 415, 422)),
+    }
+    capabilities_answer: dict[int, OpenAPIResponse] = {
+        200: {
+            "description": "AG-UI AgentCapabilities",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **_responses({}, (404,)),
+    }
+
+    @app.post(
+        rule("runAgUiAgent"),
+        operation_id="runAgUiAgent",
+        summary="Run an AG-UI 1.0 run of this agent on the thread (server-sent events)",
+        description=_AG_UI_RUN_DESCRIPTION,
+        responses=stream_answer,
+        tags=["ag-ui"],
+    )
+    def run_agent(agent_id: _AGENT_ID_PARAM) -> Response[str]:
+        return run(_agent_id(agent_id))
+
+    @app.post(
+        rule("runAgUi"),
+        operation_id="runAgUi",
+        summary="Run an AG-UI 1.0 run of the default agent on the thread (server-sent events)",
+        description=_AG_UI_RUN_DESCRIPTION,
+        responses=stream_answer,
+        tags=["ag-ui"],
+    )
+    def run_default() -> Response[str]:
+        return run(None)
+
+    @app.get(
+        rule("getAgUiAgentCapabilities"),
+        operation_id="getAgUiAgentCapabilities",
+        summary="What this agent supports, as AG-UI's AgentCapabilities",
+        responses=capabilities_answer,
+        tags=["ag-ui"],
+    )
+    def agent_capabilities(agent_id: _AGENT_ID_PARAM) -> Response[str]:
+        return capabilities(_agent_id(agent_id))
+
+    @app.get(
+        rule("getAgUiCapabilities"),
+        operation_id="getAgUiCapabilities",
+        summary="What the default agent supports, as AG-UI's AgentCapabilities",
+        responses=capabilities_answer,
+        tags=["ag-ui"],
+    )
+    def default_capabilities() -> Response[str]:
+        return capabilities(None)
+
+
+def _agent_id(raw: str) -> str:
+    value = _segment(raw)
+    if value is None or not _AGENT_ID.match(value):
+        raise problems.agent_not_found(value if value is not None else raw, [])
+    return value
+
+
+def ag_ui_agent_id(route: RouteSpec, path: str) -> str | None:
+    """The agent an AG-UI run route names (``None``: the default agent), checked like the resolver checks it."""
+    found = route.regex.match(path)
+    raw = found.groupdict().get("agentId") if found else None
+    return _agent_id(raw) if raw is not None else None
+
+
+def ag_ui_document(event: Mapping[str, Any]) -> object:
+    """The run's body, parsed by the same strict parser as every body (the entry point already refused a
+    body too large, not JSON, or malformed)."""
+    from agentturn.api.body import read_json_body
+
+    document = read_json_body(event, max_bytes=1 << 62)
+    if document is None:
+        raise problems.body_required()
+    return document
 
 
 def _register_errors(app: APIGatewayHttpResolver) -> None:

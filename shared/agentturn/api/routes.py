@@ -19,9 +19,11 @@ class RouteGroup(StrEnum):
     READ = "read"
     ACTIONS = "actions"
     DOCS = "docs"
+    #: AG-UI 1.0 (agentturn.agui): runs answered as server-sent events, and capability discovery
+    AGUI = "agui"
 
 
-RUN_LAMBDA_GROUPS: Final = frozenset({RouteGroup.RUN, RouteGroup.READ, RouteGroup.DOCS})
+RUN_LAMBDA_GROUPS: Final = frozenset({RouteGroup.RUN, RouteGroup.READ, RouteGroup.DOCS, RouteGroup.AGUI})
 SUBMIT_LAMBDA_GROUPS: Final = frozenset({RouteGroup.ACTIONS})
 ALL_GROUPS: Final = frozenset(RouteGroup)
 
@@ -51,6 +53,8 @@ class RouteSpec:
     public: bool = False
     #: Needs an ``Idempotency-Key`` header.
     idempotent: bool = False
+    #: Answered as ``text/event-stream``: streamed where the integration can (``HttpApi.stream``), else whole.
+    streamed: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -84,6 +88,11 @@ ROUTES: Final = (
     ),
     RouteSpec("POST", "/turns/{turnId}/cancel", RouteGroup.ACTIONS, "cancelTurn", idempotent=True),
     RouteSpec("GET", "/openapi.json", RouteGroup.DOCS, "getOpenApi", public=True),
+    # Before "/ag-ui/{agentId}": a GET of this path is the capabilities, not a run of an agent so named.
+    RouteSpec("GET", "/ag-ui/capabilities", RouteGroup.AGUI, "getAgUiCapabilities"),
+    RouteSpec("GET", "/ag-ui/{agentId}/capabilities", RouteGroup.AGUI, "getAgUiAgentCapabilities"),
+    RouteSpec("POST", "/ag-ui", RouteGroup.AGUI, "runAgUi", streamed=True),
+    RouteSpec("POST", "/ag-ui/{agentId}", RouteGroup.AGUI, "runAgUiAgent", streamed=True),
 )
 
 

@@ -74,6 +74,9 @@ class Settings:
     #: Backoff between those attempts: this many seconds after the first, doubling, at most ``retry_max_seconds``.
     retry_base_seconds: int = 2
     retry_max_seconds: int = 300
+    #: An AG-UI run with no input on a thread whose turn runs elsewhere (the worker) follows it this long, then
+    #: answers with what is stored (0: answers at once).
+    ag_ui_follow_seconds: int = 20
 
     def __post_init__(self) -> None:
         if self.retry_base_seconds > self.retry_max_seconds:
@@ -98,4 +101,5 @@ class Settings:
             max_attempts=_int(env, "AGENTTURN_MAX_ATTEMPTS", cls.max_attempts, 1, 100),
             retry_base_seconds=_int(env, "AGENTTURN_RETRY_BASE_SECONDS", cls.retry_base_seconds, 1, 900),
             retry_max_seconds=_int(env, "AGENTTURN_RETRY_MAX_SECONDS", cls.retry_max_seconds, 1, 900),
+            ag_ui_follow_seconds=_int(env, "AGENTTURN_AG_UI_FOLLOW_SECONDS", cls.ag_ui_follow_seconds, 0, 900),
         )

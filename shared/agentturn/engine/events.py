@@ -63,6 +63,12 @@ class Event:
     #: The turn's conversation (known to every event emitted with its turn at hand; None otherwise), so that
     #: a listener can route the event, e.g. to the conversation's push channel, without reading the turn.
     conversation_id: str | None = None
+    #: How many messages the turn held when the event was emitted (``None`` for an event emitted without the turn
+    #: at hand), so an in-process listener can tell which of them it has not seen yet without reading the store.
+    message_count: int | None = field(default=None, compare=False)
+    #: The turn's messages at that moment, for in-process listeners that render them as they come (AG-UI): a
+    #: shallow copy of the list, never stored or sent anywhere; listeners must not change what it holds.
+    messages: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", _freeze(self.data))

@@ -30,10 +30,19 @@ class EventSequencer:
         self._lock = threading.Lock()
 
     def emit(self, turn: Turn, event_type: EventType, **data: Any) -> None:
-        self.emit_for(turn.id, turn.event_sequence, event_type, conversation_id=turn.conversation_id, **data)
+        self.emit_for(
+            turn.id, turn.event_sequence, event_type, conversation_id=turn.conversation_id, _turn=turn, **data
+        )
 
     def emit_for(
-        self, turn_id: str, floor: int, event_type: EventType, *, conversation_id: str | None = None, **data: Any
+        self,
+        turn_id: str,
+        floor: int,
+        event_type: EventType,
+        *,
+        conversation_id: str | None = None,
+        _turn: Turn | None = None,
+        **data: Any,
     ) -> None:
         """Emit above ``floor`` (the turn's reserved sequence; 0 when its snapshot cannot be read)."""
         with self._lock:
@@ -44,7 +53,9 @@ class EventSequencer:
         listeners = list(self._listeners())
         if listeners:
             # Nobody listening (the core's default): the number is used up, no event is built.
-            dispatch(listeners, Event(event_type, turn_id, sequence, data, conversation_id))
+            messages = tuple(_turn.messages) if _turn is not None else ()
+            count = len(messages) if _turn is not None else None
+            dispatch(listeners, Event(event_type, turn_id, sequence, data, conversation_id, count, messages))
 
     def emit_transient(self, turn: Turn, event_type: EventType, **data: Any) -> None:
         """Emit without using up a number: the event carries the sequence of the last one emitted for the turn

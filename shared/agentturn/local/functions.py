@@ -14,8 +14,8 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -121,6 +121,25 @@ class FunctionPool:
                     elapsed_ms,
                     self.spec.timeout_ms,
                 )
+
+    def invoke_stream(self, event: Any) -> Any:
+        """The handler module's ``stream_handler`` (a :class:`~agentturn.api.http.StreamedAnswer`); the container
+        stays busy until its chunks are read to the end or the reader stops (as a streaming Lambda stays busy)."""
+        container = self._acquire()
+        context = LocalLambdaContext(function_name=f"agentturn-{self.spec.name}", timeout_ms=self.spec.timeout_ms)
+        try:
+            answer = container.stream_handler(event, context)
+        except BaseException:
+            self._idle.put(container)
+            raise
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                yield from answer.chunks
+            finally:
+                self._idle.put(container)
+
+        return replace(answer, chunks=chunks())
 
 
 def load_pools(functions_dir: Path) -> dict[str, FunctionPool]:

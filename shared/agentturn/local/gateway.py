@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
-from agentturn.api.routes import ALL_GROUPS, SUBMIT_LAMBDA_GROUPS, match_route
+from agentturn.api.http import StreamedAnswer
+from agentturn.api.routes import ALL_GROUPS, SUBMIT_LAMBDA_GROUPS, RouteSpec, match_route
 from agentturn.local.emulator import LOOPBACK
 from agentturn.local.events import HttpRequest, HttpResponse, dev_claims, http_api_event, http_response
 from agentturn.local.log import LOGGER_NAME
@@ -123,10 +124,13 @@ class _Server(ThreadingHTTPServer):
 
 
 class LocalGateway:
-    def __init__(self, config: GatewayConfig, *, run: Invoke, submit: Invoke) -> None:
+    def __init__(self, config: GatewayConfig, *, run: Invoke, submit: Invoke, run_stream: Invoke | None = None) -> None:
         self.config = config
         self.run = run
         self.submit = submit
+        #: The run function's streaming entry (``stream_handler``): AG-UI runs are sent as they happen, as a
+        #: function URL in RESPONSE_STREAM mode sends them. Without it they arrive whole, as through the HTTP API.
+        self.run_stream = run_stream
         self.server = _Server((LOOPBACK, config.port), _handler_class(self))
         self._thread: threading.Thread | None = None
 
@@ -198,10 +202,7 @@ class LocalGateway:
         status, answer = live.publish_http(body)
         return HttpResponse(status, [("Content-Type", "application/json")], json.dumps(answer).encode())
 
-    def call_api(self, request: HttpRequest, user: str) -> HttpResponse:
-        if request.method == "HEAD":
-            # Answered as the GET it mirrors (the handler side strips the body): never a 405.
-            request = replace(request, method="GET")
+    def _event(self, request: HttpRequest, user: str) -> tuple[RouteSpec | None, dict[str, Any]]:
         matched = match_route(request.method, request.raw_path, ALL_GROUPS)
         route = matched.route
         parameters: dict[str, str] = {}
@@ -215,6 +216,31 @@ class LocalGateway:
             claims=dev_claims(user, f"{self.url}_dev", time.time()),
             host=f"{LOOPBACK}:{self.port}",
         )
+        return route, event
+
+    def streams(self, request: HttpRequest) -> bool:
+        """Whether the request is for a streamed route (and this gateway can stream it)."""
+        if self.run_stream is None:
+            return False
+        route = match_route(request.method, request.raw_path, ALL_GROUPS).route
+        return route is not None and route.streamed
+
+    def stream_api(self, request: HttpRequest, user: str) -> StreamedAnswer:
+        assert self.run_stream is not None
+        _, event = self._event(request, user)
+        try:
+            answer: StreamedAnswer = self.run_stream(event)
+            return answer
+        except Exception:
+            _log.exception("the streaming handler for %s %s raised", request.method, request.raw_path)
+            body = json.dumps({"message": "Internal Server Error"}).encode()
+            return StreamedAnswer(500, {"Content-Type": "application/json"}, [body])
+
+    def call_api(self, request: HttpRequest, user: str) -> HttpResponse:
+        if request.method == "HEAD":
+            # Answered as the GET it mirrors (the handler side strips the body): never a 405.
+            request = replace(request, method="GET")
+        route, event = self._event(request, user)
         # API Gateway routes each route to its integration: the answers go to the submit Lambda, the
         # rest (and anything unknown, which the run Lambda answers with a 404 problem) to run.
         invoke = self.submit if route is not None and route.group in SUBMIT_LAMBDA_GROUPS else self.run
@@ -316,6 +342,18 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 return
             headers = [(k, v) for k, v in self.headers.items() if k.lower() != DEV_USER_HEADER]
             request = HttpRequest(self.command, raw_path, split.query, headers, body, self.client_address[0])
+            if gateway.streams(request):
+                status = self._send_stream(gateway.stream_api(request, user))
+                if gateway.config.log_requests:
+                    _log.info(
+                        "%s %s -> %d streamed (%.0f ms, %s)",
+                        self.command,
+                        raw_path,
+                        status,
+                        (time.monotonic() - started) * 1000,
+                        user,
+                    )
+                return
             response = gateway.call_api(request, user)
             self._send(response)
             if gateway.config.log_requests:
@@ -348,6 +386,32 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return _problem(413, "payload-too-large", "Request body too large", f"at most {MAX_BODY_BYTES} bytes")
             return self.rfile.read(length) if length > 0 else b""
+
+        def _send_stream(self, answer: StreamedAnswer) -> int:
+            """Chunked transfer: each piece goes out (and is flushed) as the handler yields it. A reader that
+            goes away stops the sending, never the run behind it."""
+            chunks = iter(answer.chunks)
+            try:
+                self.send_response(answer.status)
+                for name, value in answer.headers.items():
+                    if name.lower() not in _HOP_BY_HOP:
+                        self.send_header(name, value)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.wfile.flush()
+                for chunk in chunks:
+                    if chunk:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+            finally:
+                close = getattr(chunks, "close", None)
+                if callable(close):
+                    close()
+            return answer.status
 
         def _send(self, response: HttpResponse) -> None:
             try:

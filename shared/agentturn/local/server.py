@@ -139,6 +139,7 @@ class DevServer:
             ),
             run=self.pools["run"].invoke,
             submit=self.pools["submit"].invoke,
+            run_stream=self.pools["run"].invoke_stream,
         )
         # The handlers publish as deployed (AppSync Events' HTTP publish, SigV4), to the gateway's /event.
         os.environ["AGENTTURN_LIVE_ENDPOINT"] = f"{self.gateway.url}event"

@@ -1,0 +1,93 @@
+"""The AG-UI example page (``/examples/agui.html``, the official ``@ag-ui/client`` in Chromium) against the real
+``agentturn dev``: a form card and approvals rendered from interrupts, answered through ``resume``, and the same
+pending card after a page reload. Screenshots in ``.artifacts/e2e/agui/``."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import expect
+
+from tests.e2e.agents import DECISIONS_AGENT_ID
+from tests.e2e.conftest import ARTIFACTS
+
+SHOTS = ARTIFACTS / "agui"
+
+
+def _open(page: Any, agent: str) -> str:
+    thread = f"agui-e2e-{uuid.uuid4().hex[:8]}"
+    page.goto(f"/examples/agui.html?agent={agent}&thread={thread}")
+    expect(page.locator("#status")).to_have_text("idle")
+    return thread
+
+
+def _send(page: Any, text: str) -> None:
+    page.locator("#input").fill(text)
+    page.locator("#composer button[type=submit]").click()
+
+
+def test_a_form_interrupt_is_a_card_that_survives_a_reload_and_is_answered(page: Any) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    # GIVEN the example page on the support agent
+    _open(page, "support-agent")
+    # WHEN the user asks for a ticket the tool needs details for
+    _send(page, "create a high priority login incident ticket")
+    card = page.locator("form.card[data-reason=input_required]")
+    expect(card).to_have_count(1)
+    expect(card.locator("h3")).to_contain_text("Incident details")
+    interrupt = card.get_attribute("data-interrupt")
+    page.screenshot(path=str(SHOTS / "form-card.png"), full_page=True)
+    # AND the page is reloaded (a new client that knows only the thread)
+    page.reload()
+    expect(page.locator("#status")).to_have_text("waiting for you")
+    card = page.locator("form.card[data-reason=input_required]")
+    # THEN the same card is back
+    expect(card).to_have_attribute("data-interrupt", interrupt or "")
+    # AND answering it finishes the turn with the submitted values
+    card.locator("input[name=affectedSystem]").fill("SSO")
+    card.locator("select[name=impactScope]").select_option("ALL_USERS")
+    card.locator("button[value=submit]").click()
+    answer = page.locator("li.assistant").last
+    expect(answer).to_contain_text("affected system SSO, impact ALL_USERS")
+    expect(page.locator("#status")).to_have_text("idle")
+    expect(page.locator("form.card")).to_have_count(0)
+    page.screenshot(path=str(SHOTS / "form-answered.png"), full_page=True)
+
+
+def test_two_approvals_are_two_cards_answered_approve_and_reject(page: Any) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    _open(page, DECISIONS_AGENT_ID)
+    _send(page, "refund both orders")
+    cards = page.locator("form.card[data-reason=tool_call]")
+    expect(cards).to_have_count(2)
+    expect(cards.nth(0).locator("h3")).to_have_text("Refund 10 for order O-1?")
+    page.screenshot(path=str(SHOTS / "approvals.png"), full_page=True)
+    cards.nth(0).locator("textarea").fill('{"orderId": "O-1", "amount": 7}')
+    cards.nth(0).locator("button[value=approve]").click()
+    expect(page.locator("form.card .answered")).to_have_count(1)
+    page.locator("form.card[data-reason=tool_call]").nth(1).locator("button[value=reject]").click()
+    answer = page.locator("li.assistant").last
+    expect(answer).to_contain_text("O-1")
+    expect(answer).to_contain_text("rejected")
+    # the edited call ran with the edit; the rejected one did not run
+    expect(page.locator("li.tool", has_text='"refunded":"O-1","amount":7')).to_have_count(1)
+    expect(page.locator("li.tool", has_text="rejected in the AG-UI example")).to_have_count(1)
+    expect(page.locator("#status")).to_have_text("idle")
+    page.screenshot(path=str(SHOTS / "approvals-answered.png"), full_page=True)
+
+
+def test_the_example_is_built_from_the_pinned_client() -> None:
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        ["node", str(root / "shared/agentturn/web/src/build_examples.mjs"), "--check"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
