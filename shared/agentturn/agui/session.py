@@ -74,8 +74,7 @@ from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import TimelineMessage
 from agentturn.state.turn import Suspension, Turn
 from agentturn.timeline.identity import message_identity
-from agentturn.timeline.projection import is_projected
-from agentturn.timeline.repair import as_snapshot_shows, repair
+from agentturn.timeline.repair import repair
 
 _log = logging.getLogger("agentturn.agui")
 
@@ -194,7 +193,7 @@ class AgUiSession:
         self.telemetry.bind(conversationId=self.input.thread_id, agUiRunId=self.input.run_id)
         memory = self.services.chat_memory(self.key)
         timeline = memory.get_messages(SNAPSHOT_LIMIT)
-        repaired = repair(self._store, memory, timeline)
+        repaired = repair(self._store, memory, timeline, whole=len(timeline) < SNAPSHOT_LIMIT)
         if repaired.wrote:
             timeline = memory.get_messages(SNAPSHOT_LIMIT)
         self._timeline = timeline
@@ -373,7 +372,7 @@ class AgUiSession:
         if turn.status.is_runnable:
             # Out of time (or another holder has it): saved runnable, so a worker continues it from here.
             delay = handoff_delay(turn, self.services.clock())
-            self.services.queue.enqueue(turn.id, turn.version, projected=is_projected(turn), delay_seconds=delay)
+            self.services.queue.enqueue(turn.id, turn.version, delay_seconds=delay)
         self._finish(turn)
 
     # ------------------------------------------------------------------ the ending
@@ -388,10 +387,9 @@ class AgUiSession:
             return snapshot_messages([*earlier, *own])
         memory = self.services.chat_memory(self.key)
         messages = memory.get_messages(SNAPSHOT_LIMIT)
-        repaired = repair(self._store, memory, messages)
-        if repaired.wrote:
+        if repair(self._store, memory, messages, whole=len(messages) < SNAPSHOT_LIMIT).wrote:
             messages = memory.get_messages(SNAPSHOT_LIMIT)
-        return snapshot_messages(as_snapshot_shows(messages, repaired.cards))
+        return snapshot_messages(messages)
 
     def _state(self, turn: Turn | None) -> dict[str, Any]:
         if turn is None:
