@@ -552,7 +552,8 @@ class AgentTurn(Construct):
             conversations_definition,
             *(index.name for index in conversations_definition.local_indexes),
         )
-        blob_objects = [self.bucket.arn_for_objects(f"{prefix}*") for prefix in permissions.BLOB_PREFIXES]
+        turn_objects = self.bucket.arn_for_objects(f"{permissions.TURN_BLOB_PREFIX}*")
+        timeline_objects = self.bucket.arn_for_objects(f"{permissions.TIMELINE_BLOB_PREFIX}*")
         for name, fn in self.functions.items():
             access = permissions.access(name)
             statements: list[iam.PolicyStatement] = []
@@ -582,11 +583,14 @@ class AgentTurn(Construct):
                     )
                 )
             if access.blobs:
-                statements.append(iam.PolicyStatement(actions=list(permissions.BLOBS), resources=blob_objects))
+                statements.append(iam.PolicyStatement(actions=list(permissions.TURN_BLOBS), resources=[turn_objects]))
+                statements.append(
+                    iam.PolicyStatement(actions=list(permissions.TIMELINE_BLOBS), resources=[timeline_objects])
+                )
             if access.send:
                 statements.append(iam.PolicyStatement(actions=list(permissions.SEND), resources=[self.queue.queue_arn]))
             if access.purge:
-                statements += self._purge_statements(conversation_indexes, blob_objects)
+                statements += self._purge_statements(conversation_indexes, turn_objects, timeline_objects)
             if access.handoff_key:
                 statements.append(
                     iam.PolicyStatement(
@@ -601,13 +605,17 @@ class AgentTurn(Construct):
                 fn.add_to_role_policy(statement)
             # access.consume: the SqsEventSource granted exactly permissions.CONSUME on the queue.
 
-    def _purge_statements(self, conversation_indexes: list[str], blob_objects: list[str]) -> list[iam.PolicyStatement]:
+    def _purge_statements(
+        self, conversation_indexes: list[str], turn_objects: str, timeline_objects: str
+    ) -> list[iam.PolicyStatement]:
         return [
             iam.PolicyStatement(
                 actions=list(permissions.PURGE_TIMELINE),
                 resources=[self.conversations_table.table_arn, *conversation_indexes],
             ),
-            iam.PolicyStatement(actions=list(permissions.PURGE_BLOBS), resources=blob_objects),
+            iam.PolicyStatement(actions=list(permissions.PURGE_BLOBS), resources=[turn_objects, timeline_objects]),
+            # The removed turn's body (its timeline's prefix is read from it); timeline bodies are never read.
+            iam.PolicyStatement(actions=list(permissions.PURGE_READ_BLOBS), resources=[turn_objects]),
             # Listing is how a turn's objects are found; only under the prefixes the adapters write.
             iam.PolicyStatement(
                 actions=list(permissions.LIST_BLOBS),
