@@ -361,7 +361,7 @@ class RetentionCleaner:
             ConsistentRead=True,
             Limit=2,
         )
-        return any(as_str(item.get(tables.ENTRY_KEY)) != _HEAD for item in response.get("Items", []))
+        return any(as_str(cast("Item", item).get(tables.ENTRY_KEY)) != _HEAD for item in response.get("Items", []))
 
     def _earlier_entry_left(self, turn: RemovedTurn, created_at: str) -> bool:
         """Whether a model-visible entry of an earlier turn is left (every turn's input is one: its user
