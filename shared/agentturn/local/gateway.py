@@ -272,6 +272,13 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
         def do_OPTIONS(self) -> None:
             self._dispatch()
 
+        def __getattr__(self, name: str) -> Callable[[], None]:
+            # Any other method (TRACE, CONNECT, QUERY, a made-up token) is routed too: the answer is the handlers'
+            # 405 (or 404) problem, as deployed, not http.server's 501 for a method it has no do_ method for.
+            if name.startswith("do_"):
+                return self._dispatch
+            raise AttributeError(name)
+
         def _dispatch(self) -> None:
             started = time.monotonic()
             # Every answer settles this request's body first (_send): read, discarded, or the connection closed.
@@ -334,8 +341,8 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 )
 
         def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-            # What http.server refuses itself (a malformed or overlong request line, an unknown method) is
-            # answered as a problem too, not as its HTML page.
+            # What http.server refuses itself (a malformed or overlong request line) is answered as a problem
+            # too, not as its HTML page.
             self.close_connection = True
             title = message or self.responses.get(code, ("Error", ""))[0]
             slug = {414: "uri-too-long", 501: "not-implemented"}.get(code, "bad-request")
