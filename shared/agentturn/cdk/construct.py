@@ -232,6 +232,13 @@ class AgentTurn(Construct):
             generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
             removal_policy=RemovalPolicy.DESTROY,
         )
+        _acknowledge(
+            self.handoff_secret,
+            "AwsSolutions-SMG4",
+            "No rotation schedule: the key only seals snapshots that ride in queue messages for minutes, and a message "
+            "whose seal no longer checks is a wake-up (the worker claims and reads the stored turn), so rotating "
+            "loses nothing; an owner may add one (handoff_secret.add_rotation_schedule).",
+        )
 
         # ----------------------------------------------------------------------------- functions
         spec = DependencySpec.for_target(Target(settings.python_version, settings.architecture), settings.requirements)
