@@ -37,6 +37,10 @@ Context keys (all optional):
 ``terminalTtlDays``              delete terminal turns (DynamoDB TTL) this many days after they end
 ``snapshotObjectExpirationDays`` expire spilled turn snapshots (``turns/`` prefix) after this many days;
                                  only safe if no turn waits longer than that (default: never)
+``snapshotAccessLogs``           S3 server access logs of the snapshot bucket, in a bucket of their own
+                                 (default true)
+``requireMfa``                   every sign-in to the created Cognito user pool needs a TOTP code (default
+                                 false: optional); not with ``jwtIssuer`` (that provider decides)
 ``apiThrottleRate`` / ``apiThrottleBurst``  HTTP API default-route throttling (default 50 rps / 100)
 ``corsAllowedOrigins``           comma-separated origins for browser clients (default: no CORS)
 ``alarmEmail``                   subscribe this address to the alarm topic
@@ -56,7 +60,7 @@ from typing import Any, Final
 
 from aws_cdk import RemovalPolicy
 
-from agentturn.cdk.settings import ApiProps, BucketProps, ConfigError, FunctionProps, OidcAuth
+from agentturn.cdk.settings import ApiProps, BucketProps, CognitoAuth, ConfigError, FunctionProps, OidcAuth
 
 __all__ = ["ConfigError", "ContextGetter", "StackConfig"]
 
@@ -84,6 +88,9 @@ class StackConfig:
         issuer, audience = _text(get, "jwtIssuer"), _list(get, "jwtAudience")
         if (issuer is None) != (not audience):
             raise ConfigError("jwtIssuer and jwtAudience go together: give both (an external provider) or neither")
+        require_mfa = _optional_bool(get, "requireMfa")
+        if require_mfa is not None and issuer is not None:
+            raise ConfigError("requireMfa applies to the user pool the stack creates, not to an external jwtIssuer")
         props: dict[str, Any] = {
             "agents": _text(get, "agents"),
             "default_agent": _text(get, "defaultAgent"),
@@ -92,7 +99,11 @@ class StackConfig:
             "architecture": _optional_choice(get, "lambdaArchitecture"),
             "python_version": _text(get, "lambdaPython"),
             "removal_policy": {None: None, "destroy": RemovalPolicy.DESTROY, "retain": RemovalPolicy.RETAIN}[removal],
-            "auth": OidcAuth(issuer, audience) if issuer is not None else None,
+            "auth": OidcAuth(issuer, audience)
+            if issuer is not None
+            else CognitoAuth(require_mfa=require_mfa)
+            if require_mfa is not None
+            else None,
             "log_retention_days": _optional_int(get, "logRetentionDays"),
             "worker_timeout_seconds": _optional_int(get, "workerTimeoutSeconds"),
             "worker_batch_size": _optional_int(get, "workerBatchSize"),
@@ -105,9 +116,15 @@ class StackConfig:
             "tracing": _optional_bool(get, "tracing"),
             "sdk_tracing": _optional_bool(get, "sdkTracing"),
         }
-        days = _optional_int(get, "snapshotObjectExpirationDays")
-        if days is not None:
-            props["bucket_props"] = BucketProps(snapshot_object_expiration_days=days)
+        days, access_logs = (
+            _optional_int(get, "snapshotObjectExpirationDays"),
+            _optional_bool(get, "snapshotAccessLogs"),
+        )
+        if days is not None or access_logs is not None:
+            props["bucket_props"] = BucketProps(
+                snapshot_object_expiration_days=days,
+                server_access_logs=BucketProps().server_access_logs if access_logs is None else access_logs,
+            )
         rate, burst, origins = (
             _optional_int(get, "apiThrottleRate"),
             _optional_int(get, "apiThrottleBurst"),

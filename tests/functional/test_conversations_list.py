@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.functional.harness import Deployment, http_event
 
@@ -72,4 +75,51 @@ def test_pages_follow_the_cursor_and_a_made_up_cursor_is_a_422(deployment: Deplo
     bad = _list(deployment, {"cursor": "eyJ4IjoxfQ"})
     assert bad.status == 422
     assert bad.headers["content-type"].startswith("application/problem+json")
-    assert [e["path"] for e in bad.json["errors"]] == ["cursor"]
+    assert [(e["path"], e["in"]) for e in bad.json["errors"]] == [("/cursor", "query")]
+
+
+def test_a_forged_cursor_of_the_caller_is_a_422_naming_the_cursor(deployment: Deployment) -> None:
+    # GIVEN two listed conversations, and a cursor a client made from a real one: the caller's, well-formed,
+    # at a position no listing hands out (DynamoDB refuses empty key values)
+    _start(deployment, "forged-1", "message 1")
+    _start(deployment, "forged-2", "message 2")
+    real = _list(deployment, {"limit": "1"}).json["nextCursor"]
+    owner = json.loads(base64.urlsafe_b64decode(real + "=" * (-len(real) % 4)))["o"]
+    forged = base64.urlsafe_b64encode(json.dumps({"o": owner, "a": "", "c": ""}).encode()).decode().rstrip("=")
+
+    # WHEN it is used
+    bad = _list(deployment, {"cursor": forged})
+
+    # THEN it is refused as a problem naming the cursor, not a server error
+    assert bad.status == 422, bad.body
+    assert bad.headers["content-type"].startswith("application/problem+json")
+    assert [e["path"] for e in bad.json["errors"]] == ["/cursor"]
+
+
+@pytest.mark.parametrize(
+    ("code", "answer"), [("ThrottlingException", 503), ("ProvisionedThroughputExceededException", 503)]
+)
+def test_a_storage_failure_of_the_listing_is_translated_like_any_other(
+    deployment: Deployment, code: str, answer: int
+) -> None:
+    # GIVEN the listing's Query failing inside the SDK with ``code`` (after its retries)
+    _start(deployment, "throttled", "message")
+
+    def refuse(**kwargs: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": 400}}, "Query"
+        )
+
+    client = deployment.run_app.api.services.chat_memory.client
+    client.meta.events.register("before-call.dynamodb.Query", refuse)
+    try:
+        # WHEN the caller lists their conversations
+        response = _list(deployment)
+    finally:
+        client.meta.events.unregister("before-call.dynamodb.Query", refuse)
+
+    # THEN the answer is the problem every other read gives: 503 with Retry-After
+    assert response.status == answer, response.body
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json["type"].endswith("/service-unavailable")
+    assert "retry-after" in response.headers

@@ -21,8 +21,8 @@ TICKET = "create a high priority login incident ticket"
 
 
 def test_openapi_json_is_a_valid_openapi_3_document_listing_every_route(deployment: Deployment) -> None:
-    # WHEN the document is fetched without a token (the route has no authorizer)
-    response = deployment.run(http_event("http_openapi.json", sub=None))
+    # WHEN the document is fetched (behind the JWT authorizer, like every route)
+    response = deployment.run(http_event("http_openapi.json"))
 
     # THEN it is valid OpenAPI 3.1 with every route, its JWT scheme and the Idempotency-Key header
     assert response.status == 200
@@ -45,7 +45,7 @@ def test_openapi_json_is_a_valid_openapi_3_document_listing_every_route(deployme
 
 def test_openapi_says_api_gateways_own_401_and_429_are_not_problem_documents(deployment: Deployment) -> None:
     # WHEN the document is fetched
-    document = deployment.run(http_event("http_openapi.json", sub=None)).json
+    document = deployment.run(http_event("http_openapi.json")).json
     gateway = document["components"]["schemas"]["GatewayMessage"]
 
     # THEN every route behind the JWT authorizer lists the authorizer's 401 with its real body, and every
@@ -70,6 +70,36 @@ def test_openapi_says_api_gateways_own_401_and_429_are_not_problem_documents(dep
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"type": "about:blank", "title": "x", "status": 401}, gateway)
     validate(document)
+
+
+def test_openapi_documents_what_the_routes_answer(deployment: Deployment) -> None:
+    # WHEN the document is fetched, and fetched without a verified identity
+    document = deployment.run(http_event("http_openapi.json")).json
+    anonymous = deployment.run(http_event("http_openapi.json", sub=None))
+
+    # THEN the document's own route is documented as it is deployed: behind the JWT authorizer (no `security: []`),
+    # its body a JSON object, and without a token it is refused like every route
+    own = document["paths"]["/openapi.json"]["get"]
+    assert "security" not in own and document["security"] == [{"jwt": []}]
+    assert own["responses"]["200"]["content"]["application/json"]["schema"] == {"type": "object"}
+    assert anonymous.status == 401
+    # AND a 422 for a query parameter, whose field problem says where the field is (`in`), is a documented problem
+    refused = deployment.run(
+        http_event("http_list_messages.json", method="GET", path="/conversations", query={"limit": "0"})
+    )
+    assert refused.status == 422
+    assert refused.json["errors"] == [
+        {"path": "/limit", "in": "query", "message": "Input should be greater than or equal to 1"}
+    ]
+    problem = {"$ref": "#/components/schemas/Problem", "components": document["components"]}
+    jsonschema.Draft202012Validator(problem).validate(refused.json)
+    # AND every operation documents its 400 (a path no route can mean) and answers 422 only as a problem
+    for route in ROUTES:
+        responses = document["paths"][route.template][route.method.lower()]["responses"]
+        assert set(responses["400"]["content"]) == {"application/problem+json"}, route
+        if "422" in responses:
+            assert set(responses["422"]["content"]) == {"application/problem+json"}, route
+    assert "HTTPValidationError" not in document["components"]["schemas"]
 
 
 def _emf(output: str) -> list[dict[str, Any]]:

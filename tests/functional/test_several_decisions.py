@@ -160,7 +160,7 @@ def test_refusals_are_problems_and_change_nothing(deployment: Deployment) -> Non
 
 def test_the_openapi_document_describes_the_new_answers(deployment: Deployment) -> None:
     # GIVEN the API's own document
-    document = deployment.run(http_event("http_openapi.json", path="/openapi.json", sub=None)).json
+    document = deployment.run(http_event("http_openapi.json", path="/openapi.json")).json
     schemas = document["components"]["schemas"]
 
     # THEN respond is a route, approve takes arguments and a fingerprint, and a turn lists its pending actions

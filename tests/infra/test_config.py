@@ -13,7 +13,7 @@ from aws_cdk import RemovalPolicy
 from infra.app import BUNDLING_STACKS, build, new_app
 from infra.config import ConfigError, StackConfig
 
-from agentturn.cdk import ApiProps, OidcAuth
+from agentturn.cdk import ApiProps, BucketProps, CognitoAuth, OidcAuth
 
 
 def config(**context: Any) -> StackConfig:
@@ -43,6 +43,14 @@ def test_command_line_strings_are_parsed() -> None:
     assert parsed.props["auth"] == OidcAuth("https://issuer.example.com", ("a", "b"))
     assert parsed.props["bedrock_model_ids"] == ("amazon.nova-lite-v1:0",)
     assert parsed.props["api_props"] == ApiProps(throttle_rate=5)
+
+
+def test_mfa_and_access_logs_are_context_keys_too() -> None:
+    parsed = config(requireMfa="true", snapshotAccessLogs="false", snapshotObjectExpirationDays="400")
+    assert parsed.props["auth"] == CognitoAuth(require_mfa=True)
+    assert parsed.props["bucket_props"] == BucketProps(snapshot_object_expiration_days=400, server_access_logs=False)
+    with pytest.raises(ConfigError, match="requireMfa"):
+        config(requireMfa=True, jwtIssuer="https://issuer.example.com", jwtAudience="a")
 
 
 def test_json_types_from_cdk_json_are_accepted() -> None:

@@ -39,7 +39,8 @@ TIMELINE: Final = {
     "dynamodb:Query",
     "dynamodb:UpdateItem",
 }
-BLOBS: Final = {"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}
+TURN_BLOBS: Final = {"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}
+TIMELINE_BLOBS: Final = {"s3:GetObject", "s3:PutObject"}
 CONSUME: Final = {
     "sqs:ChangeMessageVisibility",
     "sqs:DeleteMessage",
@@ -139,7 +140,7 @@ def test_existing_resources_are_used_and_none_is_created(existing: tuple[AgentTu
 def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[AgentTurn, dict[str, Any]]) -> None:
     system, template = existing
     timeline = {CONVERSATIONS_ARN: TIMELINE}
-    blobs = {f"{BUCKET_ARN}/turns/*": BLOBS, f"{BUCKET_ARN}/conversations/*": BLOBS}
+    blobs = {f"{BUCKET_ARN}/turns/*": TURN_BLOBS, f"{BUCKET_ARN}/conversations/*": TIMELINE_BLOBS}
     expected = {
         "run": {TURNS_ARN: {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
                 **timeline, f"{CONVERSATIONS_ARN}/index/byOwner": {"dynamodb:Query"}, **blobs,
@@ -171,7 +172,8 @@ def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[A
         "dynamodb:GetShardIterator",
     }
     assert retention[BUCKET_ARN] == {"s3:ListBucket"}
-    assert retention[CONVERSATIONS_ARN] == {"dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+    assert retention[CONVERSATIONS_ARN] == {"dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+    assert retention[f"{BUCKET_ARN}/conversations/*"] == {"s3:DeleteObject"}
 
 
 def test_an_existing_turns_table_without_a_stream_gets_no_retention_function() -> None:

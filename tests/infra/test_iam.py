@@ -15,14 +15,16 @@ import pytest
 from tests.infra.synth import Synth, refs
 
 TIMELINE = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
-BLOBS = {"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}
+#: Snapshots: a save discards the body it replaced. Timeline bodies: no function that runs turns deletes one.
+TURN_BLOBS = {"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}
+TIMELINE_BLOBS = {"s3:GetObject", "s3:PutObject"}
 LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 XRAY = {"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 #: ListStreams supports no resource-level permission; the stream's own reads are on its ARN.
 LIST_STREAMS = {"dynamodb:ListStreams"}
 STREAM_READ = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
-PURGE_TIMELINE = {"dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"}
-PURGE_BLOBS = {"s3:DeleteObject", "s3:GetObject"}
+#: DeleteItem, not BatchWriteItem: IAM cannot limit BatchWriteItem to deletes, and it would grant puts too.
+PURGE_TIMELINE = {"dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 PREFIX_CONDITION = ' if {"StringLike": {"s3:prefix": ["turns/*", "conversations/*"]}}'
 FUNCTIONS = ["run", "submit", "worker", "sweeper", "retention"]
 CONSUME = {
@@ -95,7 +97,7 @@ def _timeline(ids: dict[str, str]) -> dict[str, set[str]]:
 
 
 def _blobs(ids: dict[str, str]) -> dict[str, set[str]]:
-    return {f"{ids['bucket']}/turns/*": BLOBS, f"{ids['bucket']}/conversations/*": BLOBS}
+    return {f"{ids['bucket']}/turns/*": TURN_BLOBS, f"{ids['bucket']}/conversations/*": TIMELINE_BLOBS}
 
 
 def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
@@ -151,7 +153,9 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             # Reads the turns table's stream (TTL removals only), deletes what the removed turn left.
             f"{turns}.StreamArn": STREAM_READ,
             **{resource: PURGE_TIMELINE for resource in _timeline(ids)},
-            **{resource: PURGE_BLOBS for resource in _blobs(ids)},
+            # Deletes the removed turn's objects; reads only its body (the timeline's prefix is in it).
+            f"{ids['bucket']}/turns/*": {"s3:DeleteObject", "s3:GetObject"},
+            f"{ids['bucket']}/conversations/*": {"s3:DeleteObject"},
             ids["bucket"] + PREFIX_CONDITION: {"s3:ListBucket"},
             ids["retention-dlq"]: {"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
             ids["retention-logs"]: LOGS,

@@ -53,6 +53,7 @@ def test_stateful_resources_are_retained_by_default(synth: Synth) -> None:
         stack.turns_table,
         stack.conversations_table,
         stack.bucket,
+        stack.access_log_bucket,
         stack.user_pool,
         *stack.log_groups.values(),
     ):
@@ -63,11 +64,18 @@ def test_stateful_resources_are_retained_by_default(synth: Synth) -> None:
 
 def test_dev_stacks_destroy_everything(variant: Synth) -> None:
     stack = variant.system
-    for construct in (stack.turns_table, stack.conversations_table, stack.bucket, *stack.log_groups.values()):
+    assert stack.access_log_bucket is not None
+    for construct in (
+        stack.turns_table,
+        stack.conversations_table,
+        stack.bucket,
+        stack.access_log_bucket,
+        *stack.log_groups.values(),
+    ):
         assert variant.resource(construct)["DeletionPolicy"] == "Delete"
     assert variant.resource(stack.turns_table)["Properties"]["DeletionProtectionEnabled"] is False
-    # A versioned bucket cannot be deleted with objects in it: the stack empties it first.
-    variant.assertions.resource_count_is("Custom::S3AutoDeleteObjects", 1)
+    # A bucket cannot be deleted with objects in it: the stack empties the snapshot and access-log buckets first.
+    variant.assertions.resource_count_is("Custom::S3AutoDeleteObjects", 2)
 
 
 def test_no_idempotency_table(synth: Synth) -> None:

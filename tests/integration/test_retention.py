@@ -20,6 +20,7 @@ from agentturn.aws.chat_memory import DynamoDBChatMemory
 from agentturn.aws.retention import RetentionCleaner, handle_stream_event, removed_turn
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import demo_agents
+from agentturn.timeline.conversation_list import OWNER_METADATA_KEY
 from tests.contract.aws_adapters import AwsSession, aws_session, new_conversation_id
 from tests.functional.harness import FakeLambdaContext, load_event
 from tests.reliability.kit import VALID_TICKET
@@ -40,10 +41,12 @@ class Deployment:
     cleaner: RetentionCleaner
     runner: Runner
 
-    def completed_ticket(self, conversation_id: str) -> Turn:
-        """A support turn run to its form, answered, and completed by a worker (one ticket)."""
+    def completed_ticket(self, conversation_id: str, *, owner: str | None = None, text: str = TICKET) -> Turn:
+        """A support turn run to its form, answered, and completed by a worker (one ticket); with ``owner``, its
+        conversation is listed under that owner (as the HTTP API's turns are)."""
         support = next(a for a in demo_agents() if a.id == "support-agent")
-        waiting = self.runner.run(support, conversation_id, TICKET)
+        metadata = None if owner is None else {OWNER_METADATA_KEY: owner}
+        waiting = self.runner.run(support, conversation_id, text, metadata=metadata)
         assert waiting.suspension is not None
         action = waiting.suspension.correlation_id
         self.runner.submit_resume(waiting.id, ResumeCommand.user_input(action, VALID_TICKET))
@@ -144,6 +147,35 @@ def test_a_turn_removed_by_ttl_takes_its_timeline_and_objects_with_it(deployment
     assert {m.turn_id for m in deployment.memory(other_conversation).get_messages()} == {elsewhere.id}
 
 
+def test_the_consumer_makes_only_the_requests_its_role_is_granted(deployment: Deployment) -> None:
+    # GIVEN a listed conversation whose only turn TTL removes, and every request of the consumer recorded
+    conversation = new_conversation_id()
+    turn = deployment.completed_ticket(conversation, owner="someone")
+    event = deployment.expire(turn.id)
+    made: set[str] = set()
+
+    def note(model: Any, **kwargs: Any) -> None:
+        made.add(f"{model.service_model.signing_name}:{model.name}")
+
+    for client in (deployment.session.dynamodb, deployment.session.s3):
+        client.meta.events.register("before-call", note)
+    try:
+        # WHEN it purges the turn (timeline, objects, hold, listing)
+        assert handle_stream_event(event, FakeLambdaContext(), deployment.cleaner) == {"batchItemFailures": []}
+    finally:
+        for client in (deployment.session.dynamodb, deployment.session.s3):
+            client.meta.events.unregister("before-call", note)
+
+    # THEN each request is one the construct grants the retention role (no BatchWriteItem: it could put too);
+    # S3's DeleteObjects is authorised as s3:DeleteObject, ListObjectsV2 as s3:ListBucket
+    as_actions = {"s3:DeleteObjects": "s3:DeleteObject", "s3:ListObjectsV2": "s3:ListBucket"}
+    # (The retention role's grant as tests/infra/test_iam.py writes it out; importing agentturn.cdk costs 6 s.)
+    granted = {"dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+    granted |= {"s3:DeleteObject", "s3:GetObject", "s3:ListBucket"}
+    assert {as_actions.get(action, action) for action in made} <= granted, made
+    assert "dynamodb:DeleteItem" in made
+
+
 def test_a_redelivered_record_after_a_partial_purge_finishes_it(deployment: Deployment) -> None:
     # GIVEN a removed turn whose purge got as far as deleting the turn's own objects (its body included),
     # with its timeline still there (the order the consumer never uses; the worst case for a retry)
@@ -174,6 +206,76 @@ def test_a_turn_still_holding_its_conversation_lets_go_of_it(deployment: Deploym
 
     # THEN the conversation is free for the next turn
     assert deployment.memory(conversation).get_active_turn() is None
+
+
+def _listed(deployment: Deployment, owner: str) -> dict[str, str]:
+    """``{conversation id: title}`` of the owner's listing (``GET /conversations``' one Query)."""
+    page = deployment.memory.list_conversations(owner, 100)
+    return {c.conversation_id: c.title for c in page.conversations}
+
+
+def test_a_conversation_whose_every_turn_is_gone_is_no_longer_listed(deployment: Deployment) -> None:
+    # GIVEN an owner's conversation of two turns, titled by the first one's input, and another conversation
+    owner = f"owner-{new_conversation_id()}"
+    conversation, other = new_conversation_id(), new_conversation_id()
+    first = deployment.completed_ticket(conversation, owner=owner)
+    second = deployment.completed_ticket(conversation, owner=owner, text="create a ticket: payroll export is slow")
+    deployment.completed_ticket(other, owner=owner)
+    assert _listed(deployment, owner) == {conversation: TICKET, other: TICKET}
+
+    # WHEN TTL removes the first turn
+    handle_stream_event(deployment.expire(first.id), FakeLambdaContext(), deployment.cleaner)
+
+    # THEN the conversation is still listed (a turn of it is left), but its title, the removed turn's first
+    # message, is gone with it
+    assert _listed(deployment, owner) == {conversation: "", other: TICKET}
+
+    # WHEN TTL removes the last turn of the conversation too
+    handle_stream_event(deployment.expire(second.id), FakeLambdaContext(), deployment.cleaner)
+
+    # THEN the conversation is no longer listed and nothing of it is stored; the other one is untouched
+    assert _listed(deployment, owner) == {other: TICKET}
+    left = deployment.session.dynamodb.query(
+        TableName=deployment.memory.table_name,
+        KeyConditionExpression="conversationId = :c",
+        ExpressionAttributeValues={":c": {"S": conversation}},
+        ConsistentRead=True,
+    )
+    assert left["Items"] == []
+
+
+def test_removing_a_later_turn_keeps_the_title_of_the_first(deployment: Deployment) -> None:
+    # GIVEN a listed conversation of two turns
+    owner = f"owner-{new_conversation_id()}"
+    conversation = new_conversation_id()
+    deployment.completed_ticket(conversation, owner=owner)
+    second = deployment.completed_ticket(conversation, owner=owner, text="create a ticket: payroll export is slow")
+
+    # WHEN TTL removes the second one (an earlier turn is left)
+    handle_stream_event(deployment.expire(second.id), FakeLambdaContext(), deployment.cleaner)
+
+    # THEN the conversation keeps its title, the first turn's message, which is still there
+    assert _listed(deployment, owner) == {conversation: TICKET}
+
+
+def test_a_conversation_a_new_turn_holds_stays_listed_without_the_removed_title(deployment: Deployment) -> None:
+    # GIVEN a listed conversation whose only turn is removed while a new turn holds the conversation (it
+    # started after TTL deleted the item, before the stream record arrived)
+    owner = f"owner-{new_conversation_id()}"
+    conversation = new_conversation_id()
+    turn = deployment.completed_ticket(conversation, owner=owner)
+    event = deployment.expire(turn.id)
+    head = deployment.memory(conversation)
+    assert head.set_active_turn("a-new-turn", expected=head.get_active_turn())
+    for entry in deployment.entries(conversation):  # the new turn has written nothing yet
+        assert entry["messageId"]["S"].startswith(f"{turn.id}:")
+
+    # WHEN the record is handled
+    handle_stream_event(event, FakeLambdaContext(), deployment.cleaner)
+
+    # THEN the new turn keeps the conversation; the removed turn's message is not its title any more
+    assert deployment.memory(conversation).get_active_turn() == "a-new-turn"
+    assert _listed(deployment, owner) == {conversation: ""}
 
 
 @pytest.mark.parametrize("how", ["bad_zlib", "object_gone"])

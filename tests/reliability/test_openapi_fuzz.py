@@ -1,22 +1,31 @@
 """Schemathesis against the API's own OpenAPI document (``GET /openapi.json``): every operation, cases generated
-from the spec (valid and, with ``negative`` mode, invalid), through the HTTP entry point the Lambdas wrap.
+from the spec (valid and, with ``negative`` mode, invalid).
 
-The promise: never a 5xx; every refusal is ``application/problem+json``; a refused request changes nothing.
+Twice: in process, through the HTTP entry point the Lambdas wrap (the promise: never a 5xx; every refusal is
+``application/problem+json``; a refused request changes nothing); and over HTTP against ``agentturn dev`` with
+Schemathesis' own runner and its contract checks (the API keeps its own document: statuses, content types and
+bodies as documented, the local gateway included).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
 from agentturn.api.http import HttpApi
-from agentturn.api.routes import ALL_GROUPS
+from agentturn.api.routes import ALL_GROUPS, ROUTES
+from tests.e2e.conftest import DevProcess, free_port
 from tests.functional.harness import http_event
 from tests.reliability.figures import record
 from tests.reliability.kit import Stack, memory_stack, quiet_logs, response
@@ -24,7 +33,7 @@ from tests.reliability.kit import Stack, memory_stack, quiet_logs, response
 _STACK: Stack = memory_stack()
 _API = HttpApi(ALL_GROUPS, services=_STACK.services)
 _WAITING = _STACK.start_ticket("openapi-fuzz")
-_DOCUMENT = json.loads(_STACK.run(http_event("http_openapi.json", sub=None)).body)
+_DOCUMENT = json.loads(_STACK.run(http_event("http_openapi.json")).body)
 
 schema = schemathesis.openapi.from_dict(_DOCUMENT)
 schema.config.generation.update(modes=list(schemathesis.GenerationMode), deterministic=True)
@@ -79,3 +88,73 @@ def _quiet() -> Iterator[None]:
     # lines then failed whenever they ran after it.
     with quiet_logs():
         yield
+
+
+#: The checks of the API's contract with its own document (Schemathesis' names).
+CONTRACT_CHECKS: Final = (
+    "not_a_server_error",
+    "status_code_conformance",
+    "response_schema_conformance",
+    "content_type_conformance",
+)
+#: Examples per operation in the fuzzing and stateful phases (the coverage phase's cases are fixed by the document):
+#: about 400 cases, ~30 s on an idle two-core machine, ~55 s with four other test runs on it.
+CONTRACT_EXAMPLES: Final = 4
+#: The target is a minute; the bound asserted leaves room for a machine shared with other runs.
+CONTRACT_TARGET_S: Final = 60.0
+
+
+@pytest.fixture(scope="module")
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
+    server = DevProcess(free_port(), tmp_path_factory.mktemp("openapi") / "dev-server.log", args=["--quiet"]).start()
+    yield server
+    assert server.stop() == 0, server.log()
+
+
+def test_agentturn_dev_keeps_its_own_openapi_contract_over_http(dev_server: DevProcess, tmp_path: Path) -> None:
+    # GIVEN agentturn dev serving its OpenAPI document over HTTP
+    # WHEN Schemathesis tests every operation from it (its coverage, fuzzing and stateful phases, valid and invalid
+    # data, deterministic) with the contract checks, as a person would run it
+    # (Read from a file with --url: Schemathesis leaves out the operation that serves the schema it loads by URL.)
+    started = time.monotonic()
+    status, document = dev_server.request("GET", "/openapi.json")
+    assert status == 200
+    schema = tmp_path / "openapi.json"
+    schema.write_text(json.dumps(document))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "schemathesis.cli",
+            "run",
+            str(schema),
+            "--url",
+            dev_server.url,
+            "--checks",
+            ",".join(CONTRACT_CHECKS),
+            "--max-examples",
+            str(CONTRACT_EXAMPLES),
+            "--generation-deterministic",
+            "--mode",
+            "all",
+            "--no-color",
+            "--report-ndjson-path",
+            str(tmp_path / "events.ndjson"),
+        ],
+        cwd=tmp_path,  # its cache folder (.schemathesis) lands there, not in the checkout
+        capture_output=True,
+        text=True,
+        timeout=CONTRACT_TARGET_S * 4,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+
+    # THEN no check fails on any operation (every route tested), in about a minute at most
+    assert run.returncode == 0, run.stdout[-20_000:] + run.stderr[-5_000:]
+    summary = run.stdout[run.stdout.rfind("SUMMARY") :]
+    operations = len(ROUTES)
+    assert f"Selected: {operations}/{operations}" in summary and f"Tested: {operations}" in summary, summary
+    assert elapsed < 2 * CONTRACT_TARGET_S, f"{elapsed:.1f} s"
+    counted = re.search(r"(\d+) generated, (\d+) passed", summary)
+    assert counted is not None and counted[1] == counted[2], summary
+    record("schemathesis_http", cases=int(counted[1]), failures=0, seconds=f"{elapsed:.1f}")

@@ -3,6 +3,7 @@ path is a 4xx problem before any file lookup or route, and HEAD mirrors GET with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from collections.abc import Iterator
@@ -152,3 +153,81 @@ def test_head_is_answered_like_get_without_a_body(gateway: Any) -> None:
     # AND the API routes saw a GET each time (HEAD is not a route of its own: never a 405)
     assert len(run.events) == 4
     assert all(event["requestContext"]["http"]["method"] == "GET" for event in run.events)
+
+
+def responses(data: bytes) -> list[int]:
+    """The statuses of the HTTP responses in ``data``, one after another (each framed by its Content-Length)."""
+    statuses: list[int] = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        status, headers, _ = parse(head + b"\r\n\r\n")
+        statuses.append(status)
+        data = rest[int(headers.get("content-length", "0")) :]
+    return statuses
+
+
+def smuggle(port: int, head: str, body: bytes) -> list[int]:
+    """On one kept-alive connection: a request ``head`` + ``body``, then (if the connection is still open) a
+    follow-up ``GET /_dev/info`` that closes it. The statuses answered on the connection, in order."""
+    follow_up = f"GET /_dev/info HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(head.encode("latin-1") + body)
+        first = b""
+        while b"\r\n\r\n" not in first:  # the first answer's head (its body follows within the same bound)
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            first += chunk
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # closed after the first answer
+            sock.sendall(follow_up)
+        try:
+            rest = read_all(sock)
+        except ConnectionResetError:
+            rest = b""
+    return responses(first + rest)
+
+
+def hidden_request(port: int) -> bytes:
+    """A whole request, with the right Host, as the body of another one."""
+    return (
+        f"POST /conversations/hidden/turns HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 2\r\n\r\n{{}}".encode()
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "answers"),
+    [
+        # The body is read and dropped: the connection stays usable, and its next request is the follow-up.
+        ("bad-path", [400, 200]),
+        ("static-file", [200, 200]),
+        # The connection closes after the answer: a peer with a foreign Host, a body of unknowable length.
+        ("wrong-host", [421]),
+        ("two-lengths", [400]),
+        ("transfer-encoding", [411]),
+    ],
+)
+def test_a_body_is_never_read_as_the_next_request(gateway: Any, case: str, answers: list[int]) -> None:
+    # GIVEN a running gateway, and a request whose body is a whole request of its own, on a kept-alive connection:
+    # refused for its path or its Host, served from a file without reading a body, or with a length that cannot
+    # be known exactly
+    server, run, _ = gateway
+    server.start()
+    port = server.port
+    body = hidden_request(port)
+    length = f"Content-Length: {len(body)}\r\n"
+    heads = {
+        "bad-path": f"POST /turns/t1/actions/%5C/reject HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{length}\r\n",
+        "wrong-host": f"POST /conversations/c1/turns HTTP/1.1\r\nHost: evil.example:{port}\r\n{length}\r\n",
+        "static-file": f"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{length}\r\n",
+        "two-lengths": f"POST /conversations/c1/turns HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Content-Length: 0\r\n{length}\r\n",
+        "transfer-encoding": f"POST /conversations/c1/turns HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Transfer-Encoding: chunked\r\n\r\n{len(body):x}\r\n",
+    }
+
+    # WHEN it is sent, and then a follow-up request if the connection is still open
+    statuses = smuggle(port, heads[case], body)
+
+    # THEN the request is answered, and the hidden one never runs: the next answer, if any, is the follow-up's
+    assert statuses == answers
+    assert [event["rawPath"] for event in run.events] == []

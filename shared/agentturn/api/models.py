@@ -6,6 +6,7 @@ request fingerprints, no projection marks, no owner ids.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
@@ -231,8 +232,22 @@ class ConversationsView(ApiModel):
     next_cursor: str | None = None
 
 
+class ProblemLocation(StrEnum):
+    """Which part of the request a field problem is in (absent for form data: its paths point into ``data``)."""
+
+    BODY = "body"
+    QUERY = "query"
+    PATH = "path"
+    HEADER = "header"
+
+
 class FieldProblem(ApiModel):
     path: str = Field(description="JSON Pointer; for form-validation, into the submitted data object.")
+    location: ProblemLocation | None = Field(
+        default=None,
+        alias="in",
+        description="Where in the request the field is (a query parameter, a header, ...); absent for form data.",
+    )
     message: str
 
 

@@ -6,6 +6,7 @@ import functools
 import json
 from typing import Any, Final
 
+from agentturn.api.problems import PROBLEM_CONTENT_TYPE
 from agentturn.api.routes import ALL_GROUPS, ROUTES
 
 TITLE: Final = "agentturn"
@@ -22,6 +23,9 @@ _GATEWAY_MESSAGE: Final = {
     "answers before any handler of this API runs.",
 }
 _GATEWAY_REF: Final = {"$ref": "#/components/schemas/GatewayMessage"}
+_REF_VALIDATION_ERROR: Final = "#/components/schemas/HTTPValidationError"
+_GENERATOR_ERRORS: Final = ("HTTPValidationError", "ResponseValidationError", "ValidationError")
+_INVALID_REQUEST: Final = "Request invalid (one entry per problem in `errors`)"
 
 
 def _gateway_answers(operation: dict[str, Any], *, secured: bool) -> None:
@@ -68,15 +72,32 @@ def _with_contract_details(document: dict[str, Any]) -> dict[str, Any]:
         "answer, the same key with another body is refused (422).",
         "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[!#-+\\--~]+$"},
     }
-    components.setdefault("schemas", {})["GatewayMessage"] = dict(_GATEWAY_MESSAGE)
+    schemas = components.setdefault("schemas", {})
+    schemas["GatewayMessage"] = dict(_GATEWAY_MESSAGE)
+    problem = {PROBLEM_CONTENT_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for route in ROUTES:
         operation = document["paths"][route.template][route.method.lower()]
+        responses = operation.setdefault("responses", {})
         if route.public:
-            # No authorizer on this route (the document itself): no token is asked for, none is refused.
+            # No authorizer on this route: no token is asked for, none is refused.
             operation["security"] = []
         _gateway_answers(operation, secured=not route.public)
         if route.idempotent:
             operation.setdefault("parameters", []).append(dict(key_parameter))
+        # The generator's default 422 (its HTTPValidationError, as application/json) is not what any route
+        # answers: every refusal of this API is a problem document.
+        if _REF_VALIDATION_ERROR in json.dumps(responses.get("422", {})):
+            responses["422"] = {"description": _INVALID_REQUEST, "content": dict(problem)}
+        # Any path can be one no route can mean (a control character, a broken escape): a 400 problem, refused
+        # before routing (the local gateway; the handlers' own path checks).
+        responses.setdefault(
+            "400", {"description": "A request path no route can mean, or a malformed request", "content": problem}
+        )
+    # The generator's own error models, now referenced by no operation, go with it.
+    paths = json.dumps(document["paths"])
+    if not any(f"#/components/schemas/{name}" in paths for name in _GENERATOR_ERRORS):
+        for name in _GENERATOR_ERRORS:
+            schemas.pop(name, None)
     return document
 
 

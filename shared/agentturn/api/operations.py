@@ -171,7 +171,7 @@ class Operations:
         try:
             page = directory.list_conversations(caller, limit, cursor)
         except InvalidCursorError as exc:
-            raise problems.request_validation([{"path": "cursor", "in": "query", "message": str(exc)}]) from None
+            raise problems.request_validation([{"path": "/cursor", "in": "query", "message": str(exc)}]) from None
         prefix = conversation_key(caller, "")
         return ConversationsView(
             conversations=[

@@ -166,7 +166,8 @@ def _caller(context: RequestContext) -> str:
 
 
 _ERROR_DESCRIPTIONS: Final = {
-    400: "Malformed JSON, missing body, or a missing/invalid Idempotency-Key",
+    400: "Malformed JSON, missing body, a missing/invalid Idempotency-Key, or a request path no route can mean "
+    "(a control character, a broken escape, a dot segment)",
     401: "No verified identity",
     404: "No such turn or action (also: another caller's turn)",
     405: "Method not allowed on this path",
@@ -430,11 +431,23 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             rule("getOpenApi"),
             operation_id="getOpenApi",
             summary="This document",
-            responses={200: {"description": "The OpenAPI 3 document of the API"}},
+            responses={
+                200: {
+                    "description": "The OpenAPI 3 document of the API",
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                **{
+                    status: {
+                        "description": _ERROR_DESCRIPTIONS[status],
+                        "content": {problems.PROBLEM_CONTENT_TYPE: {"model": Problem}},
+                    }
+                    for status in (401, 503)
+                },
+            },
             tags=["meta"],
-            security=[],
         )
         def get_openapi() -> Response[str]:
+            _caller(_request(app))
             return Response(
                 status_code=200, content_type="application/json", body=openapi_document(), headers=dict(COMMON_HEADERS)
             )

@@ -87,7 +87,9 @@ ROUTES: Final = (
         "POST", "/turns/{turnId}/actions/{actionId}/respond", RouteGroup.ACTIONS, "respondToToolCall", idempotent=True
     ),
     RouteSpec("POST", "/turns/{turnId}/cancel", RouteGroup.ACTIONS, "cancelTurn", idempotent=True),
-    RouteSpec("GET", "/openapi.json", RouteGroup.DOCS, "getOpenApi", public=True),
+    # Behind the JWT authorizer like every route (agentturn.cdk.api): the document says so, and the handler asks
+    # for the verified caller as it does everywhere, so what runs locally is what is deployed.
+    RouteSpec("GET", "/openapi.json", RouteGroup.DOCS, "getOpenApi"),
     # Before "/ag-ui/{agentId}": a GET of this path is the capabilities, not a run of an agent so named.
     RouteSpec("GET", "/ag-ui/capabilities", RouteGroup.AGUI, "getAgUiCapabilities"),
     RouteSpec("GET", "/ag-ui/{agentId}/capabilities", RouteGroup.AGUI, "getAgUiAgentCapabilities"),

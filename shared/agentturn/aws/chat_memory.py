@@ -51,7 +51,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import TypeAdapter
 
 from agentturn.aws import tables
@@ -68,7 +68,7 @@ from agentturn.aws._support import (
 )
 from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec, attribute_size
-from agentturn.aws.translate import translates_errors
+from agentturn.aws.translate import storage_error, translates_errors
 from agentturn.errors import StorageUnavailableError
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.serializer import JSON, Serializer
@@ -83,6 +83,7 @@ from agentturn.timeline.conversation_list import (
     ConversationListing,
     ConversationPage,
     ConversationSummary,
+    InvalidCursorError,
     decode_cursor,
     encode_cursor,
 )
@@ -253,16 +254,26 @@ class DynamoDBChatMemory:
                 _CID: {"S": conversation_id},
                 _SK: {"S": _HEAD},
             }
-        response = self.client.query(
-            TableName=self.table_name,
-            IndexName=tables.OWNER_INDEX,
-            KeyConditionExpression="#lo = :owner",
-            ExpressionAttributeNames=_names("#lo"),
-            ExpressionAttributeValues={":owner": {"S": owner}},
-            ScanIndexForward=False,
-            Limit=max(limit, 1),
-            **kwargs,
-        )
+        try:
+            response = self.client.query(
+                TableName=self.table_name,
+                IndexName=tables.OWNER_INDEX,
+                KeyConditionExpression="#lo = :owner",
+                ExpressionAttributeNames=_names("#lo"),
+                ExpressionAttributeValues={":owner": {"S": owner}},
+                ScanIndexForward=False,
+                Limit=max(limit, 1),
+                **kwargs,
+            )
+        except ClientError as exc:
+            if cursor is not None and error_code(exc) == "ValidationException":
+                # The start key is the only part of this request a client chose: DynamoDB refusing it means a
+                # cursor this listing did not hand out (decode_cursor already refuses every one we know of).
+                raise InvalidCursorError(cursor) from None
+            raise storage_error(exc, "DynamoDBChatMemory.list_conversations") from exc
+        except BotoCoreError as exc:
+            # Throttled after the SDK's retries, a lost connection: the core's errors, as every other method.
+            raise storage_error(exc, "DynamoDBChatMemory.list_conversations") from exc
         items = cast("list[Item]", response.get("Items", []))
         summaries = [
             ConversationSummary(

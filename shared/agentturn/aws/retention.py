@@ -9,7 +9,10 @@ hold leaves only through this consumer of the turns table's stream (``OLD_IMAGE`
   conversation's items whose key starts with ``t#<turn.createdAt>#<turnId>#`` (model-visible entries) or
   ``c#<turn.createdAt>#<turnId>#`` (cards) (the projection gives every entry of a turn that sort-key
   prefix), and each entry's S3 objects (a spilled body; every version of a card);
-* the conversation head, if it still names the turn (a turn that ended without letting go).
+* the conversation head, if it still names the turn (a turn that ended without letting go);
+* the conversation's listing (``GET /conversations``): its title is the first line of the conversation's first
+  turn's input, so it leaves with that turn (cleared when it is the earliest turn left); once no entry of the
+  conversation is left, the head item itself is deleted, and the conversation is no longer listed.
 
 Why a stream consumer and not a TTL attribute on timeline items: entries are written while the turn runs,
 before anyone knows when it will end, so each would need a second write at the end (every entry's
@@ -29,10 +32,9 @@ import base64
 import hashlib
 import json
 import logging
-import random
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -41,6 +43,7 @@ from agentturn.aws import tables
 from agentturn.aws._support import AttributeValue, Item, as_str
 from agentturn.aws.body_codec import CORRUPT_BODY, BlobStore, decode_inline
 from agentturn.errors import BodyMissingError, StorageError
+from agentturn.timeline.conversation_list import title_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -51,9 +54,9 @@ _log = logging.getLogger("agentturn.aws.retention")
 #: Who deletes an item when its TTL passes, as the stream record says it.
 TTL_PRINCIPAL: Final = "dynamodb.amazonaws.com"
 _ENTRY_PREFIXES: Final = (tables.MODEL_ENTRY_PREFIX, tables.CARD_ENTRY_PREFIX)
-_BATCH: Final = 25
 _DELETE_OBJECTS: Final = 1000
-_BATCH_ATTEMPTS: Final = 8
+_HEAD: Final = "head"
+_ACTIVE_TURN: Final = "activeTurnId"
 
 
 class RetentionError(StorageError):
@@ -121,6 +124,17 @@ class RemovedTurn:
         return cls(turn_id, conversation_id, body, as_str(dict(image.get("bodyRef") or {})))
 
 
+class ListingChange(StrEnum):
+    """What a removal did to the conversation's listing (``GET /conversations``)."""
+
+    #: Nothing: an earlier turn of the conversation is left (the title is its), or the title is another turn's.
+    KEPT = "kept"
+    #: The title was the removed turn's input and later turns are left: the title is cleared.
+    TITLE_CLEARED = "title_cleared"
+    #: No entry of the conversation is left: its head item (listing included) is deleted.
+    UNLISTED = "unlisted"
+
+
 @dataclass(frozen=True)
 class Purged:
     """What one removal deleted."""
@@ -129,6 +143,15 @@ class Purged:
     timeline_entries: int
     objects: int
     released_conversation: bool
+    listing: ListingChange = ListingChange.KEPT
+
+
+@dataclass(frozen=True)
+class _BodyFacts:
+    """What the removed turn's body says that the purge needs: its timeline prefix and its listing title."""
+
+    created_at: str | None = None
+    title: str | None = None
 
 
 class RetentionCleaner:
@@ -157,7 +180,8 @@ class RetentionCleaner:
     # ------------------------------------------------------------------ one removed turn
 
     def purge(self, turn: RemovedTurn) -> Purged:
-        created_at = self._created_at(turn)
+        facts = self._body_facts(turn)
+        created_at = facts.created_at
         entries = self._entries(turn, created_at)
         objects = self._delete_entry_objects(turn.conversation_id, entries)
         self._delete_items(
@@ -167,15 +191,22 @@ class RetentionCleaner:
             ]
         )
         released = self._release(turn)
+        listing = self._settle_listing(turn, facts)
         # Last: the body is what the timeline's prefix is read from, should this record be retried.
         objects += self._delete_prefix(f"{self.turn_key_prefix}{turn.turn_id}/")
-        _log.info("turn %r removed: %d timeline entries, %d objects", turn.turn_id, len(entries), objects)
-        return Purged(turn.turn_id, len(entries), objects, released)
+        _log.info(
+            "turn %r removed: %d timeline entries, %d objects, listing %s",
+            turn.turn_id,
+            len(entries),
+            objects,
+            listing.value,
+        )
+        return Purged(turn.turn_id, len(entries), objects, released, listing)
 
-    def _created_at(self, turn: RemovedTurn) -> str | None:
-        """The turn's ``createdAt`` (its timeline prefix), from the old image's body or its S3 object; ``None``
-        when there is no body to read it from, or one that cannot be read (a turn ended ``snapshot_unreadable``
-        is removed like any other: its timeline is then found by message id)."""
+    def _body_facts(self, turn: RemovedTurn) -> _BodyFacts:
+        """The turn's ``createdAt`` (its timeline prefix) and its listing title, from the old image's body or its
+        S3 object; empty when there is no body to read them from, or one that cannot be read (a turn ended
+        ``snapshot_unreadable`` is removed like any other: its timeline is then found by message id)."""
         try:
             text: str | None = None
             if turn.body is not None:
@@ -183,15 +214,21 @@ class RetentionCleaner:
             elif turn.body_ref is not None and self._blobs is not None:
                 text = self._blobs.get(turn.body_ref)
             if text is None:
-                return None
+                return _BodyFacts()
             body = json.loads(text)
         except BodyMissingError:
-            return None
+            return _BodyFacts()
         except (*CORRUPT_BODY, ValueError) as exc:
             _log.warning("turn %r: its body cannot be read (%s)", turn.turn_id, type(exc).__name__)
-            return None
-        value = body.get("createdAt") if isinstance(body, dict) else None
-        return value if isinstance(value, str) and value else None
+            return _BodyFacts()
+        if not isinstance(body, dict):
+            return _BodyFacts()
+        created_at, text_input = body.get("createdAt"), body.get("input")
+        return _BodyFacts(
+            created_at=created_at if isinstance(created_at, str) and created_at else None,
+            # The title the turn's start wrote into the listing, if it was the conversation's first turn.
+            title=title_of(text_input) if isinstance(text_input, str) else None,
+        )
 
     def _entries(self, turn: RemovedTurn, created_at: str | None) -> list[Item]:
         """The turn's timeline items (keys, message id, body reference), model-visible entries and cards."""
@@ -267,19 +304,90 @@ class RetentionCleaner:
             return False  # another turn holds the conversation, or none does: nothing of ours to release
         return True
 
+    def _settle_listing(self, turn: RemovedTurn, facts: _BodyFacts) -> ListingChange:
+        """Take the removed turn's content out of the conversation's listing (after its entries are gone).
+
+        Nothing left of the conversation: the head item goes (owner, activity, title: the listing), unless a
+        turn holds the conversation again (one started since; then only the title is looked at, below). Else the
+        title goes if it is this turn's (the same text) and no earlier turn is left: the title is always the
+        first turn's input (``if_not_exists`` when a turn starts), and a conversation whose title was cleared
+        takes its next turn's."""
+        from botocore.exceptions import ClientError
+
+        if not self._any_entry_left(turn.conversation_id):
+            try:
+                self.client.delete_item(
+                    TableName=self.conversations_table,
+                    Key=self._head(turn.conversation_id),
+                    ConditionExpression="attribute_not_exists(#at)",
+                    ExpressionAttributeNames={"#at": _ACTIVE_TURN},
+                )
+                return ListingChange.UNLISTED
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise
+        if facts.title is None or facts.created_at is None:
+            return ListingChange.KEPT  # no body to tell its title or its place by: a later turn's title is kept
+        if self._earlier_entry_left(turn, facts.created_at):
+            return ListingChange.KEPT
+        try:
+            self.client.update_item(
+                TableName=self.conversations_table,
+                Key=self._head(turn.conversation_id),
+                UpdateExpression="REMOVE #ti",
+                ConditionExpression="#ti = :title",
+                ExpressionAttributeNames={"#ti": tables.TITLE},
+                ExpressionAttributeValues={":title": {"S": facts.title}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return ListingChange.KEPT  # no head, no title, or another turn's title
+        return ListingChange.TITLE_CLEARED
+
+    @staticmethod
+    def _head(conversation_id: str) -> Item:
+        return {tables.CONVERSATION_ID: {"S": conversation_id}, tables.ENTRY_KEY: {"S": _HEAD}}
+
+    def _any_entry_left(self, conversation_id: str) -> bool:
+        """Whether the conversation has any timeline entry (the head sorts between the ``c#`` and ``t#``
+        ranges, so two keys of the partition tell)."""
+        response = self.client.query(
+            TableName=self.conversations_table,
+            KeyConditionExpression="#cid = :cid",
+            ProjectionExpression="#sk",
+            ExpressionAttributeNames={"#cid": tables.CONVERSATION_ID, "#sk": tables.ENTRY_KEY},
+            ExpressionAttributeValues={":cid": {"S": conversation_id}},
+            ConsistentRead=True,
+            Limit=2,
+        )
+        return any(as_str(cast("Item", item).get(tables.ENTRY_KEY)) != _HEAD for item in response.get("Items", []))
+
+    def _earlier_entry_left(self, turn: RemovedTurn, created_at: str) -> bool:
+        """Whether a model-visible entry of an earlier turn is left (every turn's input is one: its user
+        message, keyed ``t#<createdAt>#<turnId>#…``, so entries before the removed turn's prefix are earlier)."""
+        response = self.client.query(
+            TableName=self.conversations_table,
+            KeyConditionExpression="#cid = :cid AND #sk BETWEEN :low AND :high",
+            ProjectionExpression="#sk",
+            ExpressionAttributeNames={"#cid": tables.CONVERSATION_ID, "#sk": tables.ENTRY_KEY},
+            ExpressionAttributeValues={
+                ":cid": {"S": turn.conversation_id},
+                ":low": {"S": tables.MODEL_ENTRY_PREFIX},
+                ":high": {"S": f"{tables.MODEL_ENTRY_PREFIX}{created_at}#{turn.turn_id}#"},
+            },
+            ConsistentRead=True,
+            Limit=1,
+        )
+        return bool(response.get("Items"))
+
     # ------------------------------------------------------------------ requests
 
     def _delete_items(self, keys: list[Item]) -> None:
-        for start in range(0, len(keys), _BATCH):
-            pending: list[Any] = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + _BATCH]]
-            for attempt in range(_BATCH_ATTEMPTS):
-                response = self.client.batch_write_item(RequestItems={self.conversations_table: pending})
-                pending = list(response.get("UnprocessedItems", {}).get(self.conversations_table, []))
-                if not pending:
-                    break
-                time.sleep(random.uniform(0, min(2.0, 0.05 * 2**attempt)))
-            else:
-                raise RetentionError(f"{len(pending)} timeline entries were still unprocessed after retries")
+        # One DeleteItem per entry (botocore retries a throttled one): BatchWriteItem would save requests on a
+        # path that runs once per turn, and need a grant that lets the function put items as well.
+        for key in keys:
+            self.client.delete_item(TableName=self.conversations_table, Key=key)
 
     def _delete_prefix(self, prefix: str) -> int:
         if self._blobs is None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Tags
+from aws_cdk import Acknowledgment, Aws, Duration, RemovalPolicy, Stack, Tags, Validations
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -208,6 +208,8 @@ class AgentTurn(Construct):
         )
         # No idempotency table: no handler uses one. An Idempotency-Key's record lives in the turn snapshot,
         # written by the same conditional write that applies the answer (no extra request, no window).
+        #: Where S3 delivers the snapshot bucket's server access logs (``None``: an existing bucket, or logs off).
+        self.access_log_bucket: s3.Bucket | None = None
         self.bucket: s3.IBucket = existing_bucket or self._bucket(removal)
 
         # --------------------------------------------------------------------------------- queue
@@ -229,6 +231,13 @@ class AgentTurn(Construct):
             description="Seals the turn snapshot a resume message carries (agentturn)",
             generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
             removal_policy=RemovalPolicy.DESTROY,
+        )
+        _acknowledge(
+            self.handoff_secret,
+            "AwsSolutions-SMG4",
+            "No rotation schedule: the key only seals snapshots that ride in queue messages for minutes, and a message "
+            "whose seal no longer checks is a wake-up (the worker claims and reads the stored turn), so rotating "
+            "loses nothing; an owner may add one (handoff_secret.add_rotation_schedule).",
         )
 
         # ----------------------------------------------------------------------------- functions
@@ -279,6 +288,7 @@ class AgentTurn(Construct):
             )
         )
         self._grant_all()
+        self._acknowledge_function_findings()
 
         # The sweeper: a fixed-rate rule; a missed tick is harmless (the next one finds the same turns).
         self.sweep_schedule = events.Rule(
@@ -288,6 +298,12 @@ class AgentTurn(Construct):
             schedule=events.Schedule.rate(Duration.minutes(settings.sweep_interval_minutes)),
             targets=[targets.LambdaFunction(self.sweeper_function, retry_attempts=0)],
         )
+        _acknowledge(
+            self.sweep_schedule,
+            "Serverless-EventBusDLQ",
+            "A sweep that was not delivered needs no replay: the next tick finds the same turns (and the sweeper's "
+            "errors alarm).",
+        )
 
         # ---------------------------------------------------------------------------------- auth
         self.user_pool: cognito.UserPool | None = None
@@ -295,7 +311,7 @@ class AgentTurn(Construct):
         if isinstance(settings.auth, OidcAuth):
             self.jwt_issuer, audience = settings.auth.issuer, list(settings.auth.audience)
         else:
-            self.jwt_issuer, audience = self._cognito(removal, settings.retain)
+            self.jwt_issuer, audience = self._cognito(settings.auth, removal, settings.retain)
 
         # ----------------------------------------------------------------------------------- api
         handlers: dict[RouteGroup, lambda_.IFunction] = {}
@@ -367,6 +383,13 @@ class AgentTurn(Construct):
             enforce_ssl=True,
             retention_period=Duration.days(14),
         )
+        for rule in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+            _acknowledge(
+                failures,
+                rule,
+                "This is a dead-letter queue: the retention stream's on-failure destination (a record that kept "
+                "failing, alarmed, for an operator to replay).",
+            )
         function.add_event_source(
             event_sources.DynamoEventSource(
                 self.turns_table,
@@ -393,8 +416,56 @@ class AgentTurn(Construct):
         )
         return failures
 
+    def _access_log_bucket(self, removal: RemovalPolicy) -> s3.Bucket:
+        days = self.settings.bucket.access_log_retention_days
+        logs_bucket = s3.Bucket(
+            self,
+            "SnapshotAccessLogs",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            # S3 delivers server access logs only to a bucket encrypted with S3-managed keys.
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(days))],
+            removal_policy=removal,
+            auto_delete_objects=not self.settings.retain,
+        )
+        _acknowledge(
+            logs_bucket,
+            "AwsSolutions-S1",
+            "This is the access-log bucket of the snapshot bucket: logging its own access would log the log "
+            "deliveries, and nothing but S3's log delivery writes to it.",
+        )
+        return logs_bucket
+
+    @staticmethod
+    def _deliver_access_logs(bucket: s3.Bucket, logs_bucket: s3.Bucket) -> None:
+        """Who read or wrote which snapshot (the bodies hold what people submitted): S3 server access logs.
+
+        Delivered under a bucket policy (S3's logging service, from this bucket and account only), not the
+        ``LogDeliveryWrite`` ACL the L2 option falls back to without the app's feature flag: ACLs stay disabled."""
+        cfn = bucket.node.default_child
+        assert isinstance(cfn, s3.CfnBucket)
+        cfn.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
+            destination_bucket_name=logs_bucket.bucket_name, log_file_prefix=ACCESS_LOG_PREFIX
+        )
+        logs_bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
+                actions=["s3:PutObject"],
+                resources=[logs_bucket.arn_for_objects(f"{ACCESS_LOG_PREFIX}*")],
+                conditions={
+                    "ArnLike": {"aws:SourceArn": bucket.bucket_arn},
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                },
+            )
+        )
+
     def _bucket(self, removal: RemovalPolicy) -> s3.Bucket:
-        return s3.Bucket(
+        if self.settings.bucket.server_access_logs:
+            self.access_log_bucket = self._access_log_bucket(removal)
+        bucket = s3.Bucket(
             self,
             "Snapshots",
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
@@ -410,6 +481,15 @@ class AgentTurn(Construct):
             removal_policy=removal,
             auto_delete_objects=not self.settings.retain,
         )
+        if self.access_log_bucket is not None:
+            self._deliver_access_logs(bucket, self.access_log_bucket)
+        else:
+            _acknowledge(
+                bucket,
+                "AwsSolutions-S1",
+                "Server access logs turned off by the owner: BucketProps(server_access_logs=False).",
+            )
+        return bucket
 
     def _queues(self, props: QueueProps) -> tuple[sqs.Queue, sqs.Queue]:
         dead_letter_queue = sqs.Queue(
@@ -419,6 +499,11 @@ class AgentTurn(Construct):
             enforce_ssl=True,
             # The longest SQS allows by default: time to look at a failure and redrive it.
             retention_period=Duration.days(props.dead_letter_retention_days),
+        )
+        _acknowledge(
+            dead_letter_queue,
+            "Serverless-SQSRedrivePolicy",
+            "This is the resume queue's dead-letter queue: a message ends here, alarmed, and is redriven by hand.",
         )
         queue = sqs.Queue(
             self,
@@ -544,6 +629,62 @@ class AgentTurn(Construct):
         self.functions[name] = fn
         self.log_groups[name] = log_group
 
+    def _acknowledge_function_findings(self) -> None:
+        """cdk-nag's findings on the functions and their roles that are by design (tests/infra/test_nag.py runs
+        the AWS Solutions and Serverless packs): each acknowledged here, with why."""
+        for name, fn in self.functions.items():
+            for rule in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion"):
+                _acknowledge(
+                    fn,
+                    rule,
+                    f"The runtime is the owner's choice (python_version, now {self.settings.python_version}): the "
+                    "bundled wheels are built for it, so it moves only when the owner moves it.",
+                )
+            _acknowledge(fn, "Serverless-LambdaDLQ", _NO_DLQ[name])
+            role = fn.role
+            if not isinstance(role, iam.Role):  # pragma: no cover - every function gets its own role in _function
+                continue
+            _acknowledge(
+                role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "Only actions that support no resource-level permission: X-Ray's PutTraceSegments and "
+                "PutTelemetryRecords, and (retention) dynamodb:ListStreams; every data action names its resource.",
+            )
+            for prefix in permissions.BLOB_PREFIXES:
+                _acknowledge(
+                    role,
+                    f"AwsSolutions-IAM5[Resource::{self._nag_resource(self.bucket.arn_for_objects(prefix + '*'))}]",
+                    f"The objects under {prefix!r} of the system's own bucket: one object per body, named by turn or "
+                    "entry at run time, so a prefix is the narrowest resource (the actions are listed, never s3:*).",
+                )
+        _acknowledge(
+            self.worker_function,
+            "Serverless-LambdaEventSourceMappingDestination",
+            "An SQS event source has no on-failure destination: the resume queue's redrive policy is its "
+            "dead-letter queue (after max_receive_count receives, alarmed).",
+        )
+        _acknowledge(
+            self.sweeper_function,
+            "Serverless-LambdaAsyncFailureDestination",
+            "A failed sweep is not replayed (retry_attempts=0): the next scheduled tick does the same work, and the "
+            "function's errors alarm.",
+        )
+
+    def _nag_resource(self, value: str) -> str:
+        """A resource as cdk-nag names it in a finding's id: a token of this stack as ``<LogicalId.Attribute>``."""
+        resolved = Stack.of(self).resolve(value)
+        if isinstance(resolved, str):
+            return resolved
+        parts: list[str] = []
+        for part in resolved.get("Fn::Join", ["", [resolved]])[1]:
+            if isinstance(part, str):
+                parts.append(part)
+            elif "Fn::GetAtt" in part:
+                parts.append(f"<{part['Fn::GetAtt'][0]}.{part['Fn::GetAtt'][1]}>")
+            elif "Ref" in part:
+                parts.append(f"<{part['Ref']}>")
+        return "".join(parts)
+
     def _grant_all(self) -> None:
         turns_definition = tables.TURNS_TABLE
         conversations_definition = tables.CONVERSATIONS_TABLE
@@ -552,7 +693,8 @@ class AgentTurn(Construct):
             conversations_definition,
             *(index.name for index in conversations_definition.local_indexes),
         )
-        blob_objects = [self.bucket.arn_for_objects(f"{prefix}*") for prefix in permissions.BLOB_PREFIXES]
+        turn_objects = self.bucket.arn_for_objects(f"{permissions.TURN_BLOB_PREFIX}*")
+        timeline_objects = self.bucket.arn_for_objects(f"{permissions.TIMELINE_BLOB_PREFIX}*")
         for name, fn in self.functions.items():
             access = permissions.access(name)
             statements: list[iam.PolicyStatement] = []
@@ -582,11 +724,14 @@ class AgentTurn(Construct):
                     )
                 )
             if access.blobs:
-                statements.append(iam.PolicyStatement(actions=list(permissions.BLOBS), resources=blob_objects))
+                statements.append(iam.PolicyStatement(actions=list(permissions.TURN_BLOBS), resources=[turn_objects]))
+                statements.append(
+                    iam.PolicyStatement(actions=list(permissions.TIMELINE_BLOBS), resources=[timeline_objects])
+                )
             if access.send:
                 statements.append(iam.PolicyStatement(actions=list(permissions.SEND), resources=[self.queue.queue_arn]))
             if access.purge:
-                statements += self._purge_statements(conversation_indexes, blob_objects)
+                statements += self._purge_statements(conversation_indexes, turn_objects, timeline_objects)
             if access.handoff_key:
                 statements.append(
                     iam.PolicyStatement(
@@ -601,13 +746,17 @@ class AgentTurn(Construct):
                 fn.add_to_role_policy(statement)
             # access.consume: the SqsEventSource granted exactly permissions.CONSUME on the queue.
 
-    def _purge_statements(self, conversation_indexes: list[str], blob_objects: list[str]) -> list[iam.PolicyStatement]:
+    def _purge_statements(
+        self, conversation_indexes: list[str], turn_objects: str, timeline_objects: str
+    ) -> list[iam.PolicyStatement]:
         return [
             iam.PolicyStatement(
                 actions=list(permissions.PURGE_TIMELINE),
                 resources=[self.conversations_table.table_arn, *conversation_indexes],
             ),
-            iam.PolicyStatement(actions=list(permissions.PURGE_BLOBS), resources=blob_objects),
+            iam.PolicyStatement(actions=list(permissions.PURGE_BLOBS), resources=[turn_objects, timeline_objects]),
+            # The removed turn's body (its timeline's prefix is read from it); timeline bodies are never read.
+            iam.PolicyStatement(actions=list(permissions.PURGE_READ_BLOBS), resources=[turn_objects]),
             # Listing is how a turn's objects are found; only under the prefixes the adapters write.
             iam.PolicyStatement(
                 actions=list(permissions.LIST_BLOBS),
@@ -631,7 +780,7 @@ class AgentTurn(Construct):
                 arns.append(f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model_id}")
         return arns
 
-    def _cognito(self, removal: RemovalPolicy, retain: bool) -> tuple[str, list[str]]:
+    def _cognito(self, auth: CognitoAuth, removal: RemovalPolicy, retain: bool) -> tuple[str, list[str]]:
         pool = cognito.UserPool(
             self,
             "UserPool",
@@ -644,7 +793,7 @@ class AgentTurn(Construct):
                 require_symbols=True, temp_password_validity=Duration.days(3),
             ),
             account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
-            mfa=cognito.Mfa.OPTIONAL,
+            mfa=cognito.Mfa.REQUIRED if auth.require_mfa else cognito.Mfa.OPTIONAL,
             mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
             deletion_protection=retain,
             removal_policy=removal,
@@ -663,9 +812,45 @@ class AgentTurn(Construct):
             refresh_token_validity=Duration.days(30),
         )
         self.user_pool, self.user_pool_client = pool, client
+        if not auth.require_mfa:
+            _acknowledge(
+                pool,
+                "AwsSolutions-COG2",
+                "MFA is optional unless the owner requires it (CognitoAuth(require_mfa=True)): accounts are made by "
+                "an operator, and each user may turn TOTP on.",
+            )
+        _acknowledge(
+            pool,
+            "AwsSolutions-COG8",
+            "The Essentials feature plan: the Plus plan's threat protection is billed per active user, an owner's "
+            "choice (set it on user_pool's L1 resource).",
+        )
         # Cognito's access tokens carry the app client in "client_id", its ID tokens in "aud": API Gateway
         # checks either against the audience, so both kinds work, and tokens of another client do not.
         return pool.user_pool_provider_url, [client.user_pool_client_id]
+
+
+#: Where the snapshot bucket's server access logs go in the access-log bucket.
+ACCESS_LOG_PREFIX: Final = "snapshots/"
+
+
+def _acknowledge(construct: Construct, rule: str, reason: str) -> None:
+    """A cdk-nag finding on ``construct`` (and what it contains) that is by design, with the reason."""
+    Validations.of(construct).acknowledge(Acknowledgment(id=rule, reason=reason))
+
+
+#: Why no function has a Lambda dead-letter queue (Serverless-LambdaDLQ): none is invoked asynchronously with an
+#: event that would be lost, except the sweeper, whose event carries nothing.
+_NO_DLQ: Final[dict[str, str]] = {
+    "run": "Invoked synchronously by API Gateway: a failure is the caller's answer, there is no event to keep.",
+    "submit": "Invoked synchronously by API Gateway: a failure is the caller's answer, there is no event to keep.",
+    "worker": "Invoked by the SQS event source: a message that keeps failing goes to the resume queue's "
+    "dead-letter queue (its redrive policy), not to a function DLQ.",
+    "sweeper": "Invoked by the schedule with an event that carries nothing: a failed sweep is redone by the next "
+    "tick, and the function's errors alarm.",
+    "retention": "Invoked by the DynamoDB stream's event source: a record that keeps failing goes to its on-failure "
+    "destination, the retention dead-letter queue.",
+}
 
 
 _RETENTION: Final = {

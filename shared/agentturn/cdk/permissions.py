@@ -12,8 +12,10 @@ Derived from the adapters' code (``agentturn.aws``), operation by operation:
 ``DynamoDBChatMemory``          ``append_all`` (groups of messages) / ``append`` / card replace PutItem ·
                                 ``get_message`` / ``get_active_turn`` GetItem · ``set_active_turn``
                                 UpdateItem · timeline reads Query on the table (it has no index)
-``BlobStore`` (S3 spill-over)   GetObject / PutObject / DeleteObject under ``turns/`` (snapshots) and
-                                ``conversations/`` (timeline bodies); never List, never the bucket itself
+``BlobStore`` (S3 spill-over)   GetObject / PutObject under ``turns/`` (snapshots) and ``conversations/``
+                                (timeline bodies); DeleteObject under ``turns/`` only (a save discards the
+                                body it replaced; the chat memory never deletes a timeline body, they leave
+                                with their turn through retention); never List, never the bucket itself
 ``SqsResumeQueue``              SendMessage
 ``BedrockConverseModel``        bedrock:InvokeModel (Converse) and bedrock:InvokeModelWithResponseStream
                                 (ConverseStream), on the configured models only
@@ -68,9 +70,14 @@ TIMELINE: Final = (
     "dynamodb:UpdateItem",
 )
 INDEX_QUERY: Final = ("dynamodb:Query",)
-BLOBS: Final = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
+#: The turn store's S3 bodies: read, written, and the replaced one discarded (``BodyCodec.discard``).
+TURN_BLOBS: Final = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
+#: The chat memory's S3 bodies: read and written, never deleted by the functions that run turns.
+TIMELINE_BLOBS: Final = ("s3:GetObject", "s3:PutObject")
 #: The S3 prefixes the adapters write (their ``key_prefix`` defaults).
-BLOB_PREFIXES: Final = ("turns/", "conversations/")
+TURN_BLOB_PREFIX: Final = "turns/"
+TIMELINE_BLOB_PREFIX: Final = "conversations/"
+BLOB_PREFIXES: Final = (TURN_BLOB_PREFIX, TIMELINE_BLOB_PREFIX)
 SEND: Final = ("sqs:SendMessage",)
 #: What Lambda's SQS event source mapping needs on the queue (granted by CDK's SqsEventSource).
 CONSUME: Final = (
@@ -87,10 +94,13 @@ READ_SECRET: Final = ("secretsmanager:GetSecretValue",)
 LIVE_PUBLISH: Final = ("appsync:EventPublish",)
 PUT_NOTICES: Final = ("events:PutEvents",)
 #: The retention consumer (``agentturn.aws.retention``): finds a removed turn's timeline entries (Query on
-#: the table), deletes them (BatchWriteItem), releases the conversation's hold
-#: (UpdateItem), and reads and deletes the turn's objects (listed under its prefixes, deleted in batches).
-PURGE_TIMELINE: Final = ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem")
-PURGE_BLOBS: Final = ("s3:DeleteObject", "s3:GetObject")
+#: the table), deletes them one by one (DeleteItem: BatchWriteItem would also grant puts, and IAM has no
+#: condition that limits it to deletes), releases the conversation's hold and clears its listing
+#: (UpdateItem, DeleteItem on the head), reads the turn's body (GetObject under ``turns/`` only: the timeline's
+#: prefix is in it) and deletes the turn's objects (listed under its prefixes, deleted in batches).
+PURGE_TIMELINE: Final = ("dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:UpdateItem")
+PURGE_BLOBS: Final = ("s3:DeleteObject",)
+PURGE_READ_BLOBS: Final = ("s3:GetObject",)
 LIST_BLOBS: Final = ("s3:ListBucket",)
 #: Writing to the function's own log group (the group exists: the stack creates it).
 LOGS: Final = ("logs:CreateLogStream", "logs:PutLogEvents")

@@ -56,7 +56,13 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class CognitoAuth:
-    """A Cognito user pool made with the system (the default): accounts are created by an operator."""
+    """A Cognito user pool made with the system (the default): accounts are created by an operator.
+
+    ``require_mfa``: every sign-in needs a one-time code from an authenticator app (TOTP; SMS is never
+    offered). Off by default: MFA is then optional, each user may turn it on.
+    """
+
+    require_mfa: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,10 @@ class BucketProps:
     #: Expire spilled turn snapshots (``turns/`` prefix) after this many days; only safe if no turn waits
     #: longer than that (default: never).
     snapshot_object_expiration_days: int | None = None
+    #: S3 server access logs of the snapshot bucket, delivered to a bucket of their own (``access_log_bucket``),
+    #: kept ``access_log_retention_days``: who read or wrote which snapshot, for an investigation.
+    server_access_logs: bool = True
+    access_log_retention_days: int = 365
 
 
 # --------------------------------------------------------------------------------------------- settings
@@ -238,6 +248,7 @@ class Settings:
         for name, days in (
             ("terminal_ttl_days", self.terminal_ttl_days),
             ("snapshot_object_expiration_days", self.bucket.snapshot_object_expiration_days),
+            ("access_log_retention_days", self.bucket.access_log_retention_days),
         ):
             if days is not None and not 1 <= days <= 3650:
                 problems.append(f"{name} must be within 1..3650, not {days}")

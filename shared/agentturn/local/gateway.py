@@ -298,9 +298,20 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
         def do_OPTIONS(self) -> None:
             self._dispatch()
 
+        def __getattr__(self, name: str) -> Callable[[], None]:
+            # Any other method (TRACE, CONNECT, QUERY, a made-up token) is routed too: the answer is the handlers'
+            # 405 (or 404) problem, as deployed, not http.server's 501 for a method it has no do_ method for.
+            if name.startswith("do_"):
+                return self._dispatch
+            raise AttributeError(name)
+
         def _dispatch(self) -> None:
             started = time.monotonic()
+            # Every answer settles this request's body first (_send): read, discarded, or the connection closed.
+            self._body_settled = False
             if self.headers.get("Host", "") not in gateway.allowed_hosts():
+                # A peer that does not know where it is: no further request of it is read on this connection.
+                self.close_connection = True
                 self._send(_problem(421, "misdirected", "Misdirected request", "use the URL agentturn dev printed"))
                 return
             split = urlsplit(self.path)
@@ -368,28 +379,45 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 )
 
         def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-            # What http.server refuses itself (a malformed or overlong request line, an unknown method) is
-            # answered as a problem too, not as its HTML page.
+            # What http.server refuses itself (a malformed or overlong request line) is answered as a problem
+            # too, not as its HTML page.
             self.close_connection = True
             title = message or self.responses.get(code, ("Error", ""))[0]
             slug = {414: "uri-too-long", 501: "not-implemented"}.get(code, "bad-request")
             self._send(_problem(code, slug, title, explain or title))
 
+        def _content_length(self) -> int | None:
+            """The body's length as the request declares it (0: none); ``None`` when it cannot be known exactly:
+            a ``Transfer-Encoding`` (not served), a Content-Length that is not one decimal number, or several
+            that differ (a proxy and this server could each pick another: request smuggling)."""
+            if self.headers.get("Transfer-Encoding") is not None:
+                return None
+            values = {value.strip() for value in self.headers.get_all("Content-Length") or []}
+            if not values:
+                return 0
+            if len(values) > 1:
+                return None
+            (value,) = values
+            return int(value) if value.isascii() and value.isdigit() else None
+
         def _read_body(self) -> bytes | HttpResponse:
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                self.close_connection = True
                 return _problem(411, "length-required", "Length required", "send a Content-Length, not a chunked body")
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
+            length = self._content_length()
+            if length is None:
+                self.close_connection = True
                 return _problem(400, "bad-content-length", "Bad Content-Length", "Content-Length is not a number")
             if length > MAX_BODY_BYTES:
                 self.close_connection = True
                 return _problem(413, "payload-too-large", "Request body too large", f"at most {MAX_BODY_BYTES} bytes")
+            self._body_settled = True
             return self.rfile.read(length) if length > 0 else b""
 
         def _send_stream(self, answer: StreamedAnswer) -> int:
             """Chunked transfer: each piece goes out (and is flushed) as the handler yields it. A reader that
             goes away stops the sending, never the run behind it."""
+            self._settle_body()
             chunks = iter(answer.chunks)
             try:
                 self.send_response(answer.status)
@@ -413,13 +441,29 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                     close()
             return answer.status
 
+        def _settle_body(self) -> None:
+            """Before any answer: the body nobody read is read and dropped, or the connection closes after the
+            answer. Left unread, its bytes would be parsed as the next request on a kept-alive connection: a
+            request hidden in the body of a refused one (a bad path, a wrong Host) would run, past the checks."""
+            if getattr(self, "_body_settled", True) or self.close_connection:
+                return
+            self._body_settled = True
+            length = self._content_length()
+            if length is None or length > MAX_BODY_BYTES:
+                self.close_connection = True
+            elif length > 0:
+                self.rfile.read(length)
+
         def _send(self, response: HttpResponse) -> None:
+            self._settle_body()
             try:
                 self.send_response(response.status)
                 for name, value in response.headers:
                     if name.lower() not in _HOP_BY_HOP:
                         self.send_header(name, value)
                 self.send_header("Content-Length", str(len(response.body)))
+                if self.close_connection:
+                    self.send_header("Connection", "close")
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(response.body)

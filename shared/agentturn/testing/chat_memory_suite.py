@@ -8,6 +8,8 @@ object with ``name``, ``memory`` (conversation id -> ChatMemory) and ``capabilit
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 
 import pytest
@@ -468,6 +470,36 @@ class ChatMemorySuite:
             directory.list_conversations(_owner(), 2, first_page.cursor)
         with pytest.raises(InvalidCursorError):
             directory.list_conversations(owner, 2, "not-a-cursor")
+
+    @pytest.mark.parametrize(
+        "position",
+        [
+            {"a": "", "c": "x"},
+            {"a": "2026-12-01T10:00:00Z", "c": ""},
+            {"a": "2026-12-01T10:00:00Z" + "9" * 1100, "c": "x"},
+            {"a": "2026-12-01T10:00:00Z", "c": "x" * 2100},
+            {"a": "\ud800", "c": "x"},
+            {"a": "2026-12-01T10:00:00Z", "c": "\udfff"},
+            {"a": 1, "c": "x"},
+            {"a": "2026-12-01T10:00:00Z", "c": None},
+        ],
+        ids=["empty-at", "empty-id", "long-at", "long-id", "surrogate-at", "surrogate-id", "number", "null"],
+    )
+    def test_a_forged_cursor_of_the_owner_is_refused_as_a_cursor(
+        self, memory_kit: ChatMemoryKit, position: dict[str, object]
+    ) -> None:
+        directory = directory_of(memory_kit)
+        owner = _owner()
+        # GIVEN a listed conversation, and a cursor made up by a client: well-formed, the owner's, but naming a
+        # position no listing hands out (a store would refuse it as a key)
+        listing = ConversationListing(owner=owner, title="t", at="2026-12-01T10:00:00Z")
+        assert memory_kit.memory(f"{owner}/c").set_active_turn("turn", expected=None, listing=listing)
+        raw = json.dumps({"o": owner, **position}).encode()
+        forged = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+        # WHEN it is used THEN it is refused as a cursor (the API's 422), never a storage failure
+        with pytest.raises(InvalidCursorError):
+            directory.list_conversations(owner, 2, forged)
 
     def test_a_take_without_a_listing_or_a_refused_take_lists_nothing(self, memory_kit: ChatMemoryKit) -> None:
         directory = directory_of(memory_kit)

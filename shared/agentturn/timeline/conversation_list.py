@@ -11,9 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Final, Protocol, runtime_checkable
+from typing import Annotated, Final, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from agentturn.state.turn import Turn
 
@@ -83,12 +83,29 @@ def listing_for(turn: Turn) -> ConversationListing | None:
     return ConversationListing(owner=owner, title=title_of(turn.input), at=turn.created_at)
 
 
+#: DynamoDB's limits on key values (a sort key: 1,024 bytes; a partition key: 2,048), which a position is made of.
+_SORT_KEY_BYTES: Final = 1024
+_PARTITION_KEY_BYTES: Final = 2048
+
+
+def _key_value(value: str, limit: int) -> str:
+    """A position's part as the store keys it: non-empty, valid UTF-8 (no lone surrogate from a ``\\ud800``
+    escape) and within the key size a store accepts. A cursor this listing made always is one."""
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError("not valid UTF-8") from None
+    if not 0 < size <= limit:
+        raise ValueError(f"must be 1 to {limit} bytes")
+    return value
+
+
 class _Position(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     o: str
-    a: str
-    c: str
+    a: Annotated[str, AfterValidator(lambda v: _key_value(v, _SORT_KEY_BYTES))]
+    c: Annotated[str, AfterValidator(lambda v: _key_value(v, _PARTITION_KEY_BYTES))]
 
 
 def encode_cursor(owner: str, at: str, conversation_id: str) -> str:
@@ -98,7 +115,8 @@ def encode_cursor(owner: str, at: str, conversation_id: str) -> str:
 
 
 def decode_cursor(owner: str, cursor: str) -> tuple[str, str]:
-    """``(at, conversation_id)`` of a cursor handed to ``owner``; :class:`InvalidCursorError` otherwise."""
+    """``(at, conversation_id)`` of a cursor handed to ``owner``; :class:`InvalidCursorError` otherwise (also for
+    one whose position no store could key: the cursor is the client's to forge)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         position = _Position.model_validate_json(raw)
