@@ -156,6 +156,8 @@ def aws_handler_cycle(resources: OursResources, endpoint_url: str, counter: AwsC
     os.environ.update(resources.env())
     os.environ["AWS_ENDPOINT_URL"] = endpoint_url
     os.environ["AGENTTURN_DEFAULT_AGENT"] = "support-agent"
+    # As deployed: the submit seals the snapshot its message carries (the construct's secret holds the key).
+    os.environ["AGENTTURN_HANDOFF_KEY"] = "bench-handoff-key-" + "0" * 32
 
     def container_services() -> Services:
         # The adapters' own client configuration, one set of clients per container, as the wiring makes them.

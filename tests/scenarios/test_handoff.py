@@ -42,9 +42,10 @@ def answered(backend: Backend, agent: Agent, action_id: str, data: dict[str, Any
     waiting = runner.run(agent, "conv-1", "帮我")
     submitted = runner.submit_resume(waiting.id, ResumeCommand.submit_form(action_id, data))
     serializer = serializer_of(backend.store)
-    packed = pack_snapshot(submitted, serializer)
-    assert packed is not None
-    snapshot = unpack_snapshot(packed, submitted.id, submitted.version, serializer)
+    key = b"scenario-handoff-key-" + b"0" * 32
+    sealed = pack_snapshot(submitted, serializer, key)
+    assert sealed is not None
+    snapshot = unpack_snapshot(*sealed, submitted.id, submitted.version, serializer, key)
     assert snapshot is not None
     return submitted, snapshot
 

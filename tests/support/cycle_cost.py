@@ -209,6 +209,8 @@ class ProductionCycle:
             "CONVERSATIONS_TABLE": conversations_table,
             "RESUME_QUEUE_URL": self.queue_url,
             "SNAPSHOT_BUCKET": bucket,
+            # As deployed: the submit seals the snapshot its message carries (agentturn.engine.handoff).
+            "AGENTTURN_HANDOFF_KEY": "cycle-cost-handoff-key-" + "0" * 32,
         }
         self.services: Services = services_from_env(env, clients=AwsClients(dynamodb=dynamodb, sqs=sqs, s3=s3))
         self.run_api = HttpApi(RUN_LAMBDA_GROUPS, services=self.services)
