@@ -14,7 +14,13 @@ test("GIVEN a client that drops at every event of a form cycle THEN 0 lost, 0 do
   for (let k = 1; k <= Math.max(ASK_EVENTS, ANSWER_EVENTS); k++) {
     const threadId = uniqueThread(`drop-${k}`);
     await dropAfter("/ag-ui/agui-form", { threadId, runId: `ask-${k}`, messages: [userMessage("book a trip")] }, k);
-    const waiting = await run(agentFor("agui-form", { threadId }));
+    // The dropped request may not have made its turn yet when the new client asks (it was dropped right after
+    // RUN_STARTED): it asks again (bounded) while the thread shows no interrupt.
+    let waiting = await run(agentFor("agui-form", { threadId }));
+    for (let attempt = 0; attempt < 100 && waiting.failure === null && waiting.interrupts.length === 0; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      waiting = await run(agentFor("agui-form", { threadId }));
+    }
     assert.equal(waiting.failure, null);
     if (waiting.interrupts.length !== 1) {
       figures.lost += 1;
