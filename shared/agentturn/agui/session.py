@@ -74,7 +74,7 @@ from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import TimelineMessage
 from agentturn.state.turn import Suspension, Turn
 from agentturn.timeline.identity import message_identity
-from agentturn.timeline.repair import repair
+from agentturn.timeline.repair import read_repaired
 
 _log = logging.getLogger("agentturn.agui")
 
@@ -192,10 +192,7 @@ class AgUiSession:
     def _drive(self) -> None:
         self.telemetry.bind(conversationId=self.input.thread_id, agUiRunId=self.input.run_id)
         memory = self.services.chat_memory(self.key)
-        timeline = memory.get_messages(SNAPSHOT_LIMIT)
-        repaired = repair(self._store, memory, timeline, whole=len(timeline) < SNAPSHOT_LIMIT)
-        if repaired.wrote:
-            timeline = memory.get_messages(SNAPSHOT_LIMIT)
+        timeline, repaired = read_repaired(self._store, memory, SNAPSHOT_LIMIT)
         self._timeline = timeline
         turn = self._load(repaired.holder)
         text = new_user_text(self.input, {m.message_id for m in timeline})
@@ -385,10 +382,7 @@ class AgUiSession:
             earlier = [m for m in self._timeline if m.turn_id != turn.id]
             own = [m.model_copy(update=message_identity(turn, i)) for i, m in enumerate(turn.messages)]
             return snapshot_messages([*earlier, *own])
-        memory = self.services.chat_memory(self.key)
-        messages = memory.get_messages(SNAPSHOT_LIMIT)
-        if repair(self._store, memory, messages, whole=len(messages) < SNAPSHOT_LIMIT).wrote:
-            messages = memory.get_messages(SNAPSHOT_LIMIT)
+        messages, _ = read_repaired(self._store, self.services.chat_memory(self.key), SNAPSHOT_LIMIT)
         return snapshot_messages(messages)
 
     def _state(self, turn: Turn | None) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from agentturn.ports.queue import carries_snapshots
 from agentturn.state.commands import ResumeCommand
 from agentturn.state.turn import Turn
 from agentturn.timeline.conversation_list import ConversationDirectory, InvalidCursorError
-from agentturn.timeline.repair import repair
+from agentturn.timeline.repair import read_repaired
 
 if TYPE_CHECKING:
     from agentturn.agents.agent import Agent
@@ -191,13 +191,10 @@ class Operations:
         self.telemetry.bind(conversationId=conversation_id)
         key = conversation_key(caller, conversation_id)
         memory = self.services.chat_memory(key)
-        messages = memory.get_messages(limit)
         # Read repair: a wait whose card never reached the timeline (its write failed after the snapshot
         # was saved) would leave the person without a form to fill in. It reads who holds the conversation:
         # the view reports that.
-        repaired = repair(self.services.scoped_store(caller), memory, messages, whole=len(messages) < limit)
-        if repaired.wrote:
-            messages = memory.get_messages(limit)
+        messages, repaired = read_repaired(self.services.scoped_store(caller), memory, limit)
         return MessagesView(conversation_id=conversation_id, active_turn_id=repaired.holder, messages=messages)
 
     # ------------------------------------------------------------------ answers
@@ -228,7 +225,8 @@ class Operations:
         """Enqueue the answered turn, ``with_snapshot`` just saved when the queue can carry it (the worker then
         needs no claim to start: :mod:`agentturn.engine.handoff`)."""
         queue = self.services.queue
-        key = self.services.handoff_key() if with_snapshot else None
+        # The key is read (a Secrets Manager request, once per process) only for a queue that carries snapshots.
+        key = self.services.handoff_key() if with_snapshot and carries_snapshots(queue) else None
         packed = pack_snapshot(turn, serializer_of(self.services.store), key) if key is not None else None
         if packed is None or not carries_snapshots(queue):
             queue.enqueue(turn.id, turn.version)

@@ -102,6 +102,16 @@ def repair(store: TurnStore, memory: ChatMemory, visible: Iterable[TimelineMessa
     return Repair(wrote=wrote, holder=active)
 
 
+def read_repaired(store: TurnStore, memory: ChatMemory, limit: int) -> tuple[list[TimelineMessage], Repair]:
+    """The latest ``limit`` entries of the timeline as a reader sees them: read, checked against the active turn's
+    snapshot (:func:`repair`), and read again only when the repair wrote something."""
+    messages = memory.get_messages(limit)
+    repaired = repair(store, memory, messages, whole=len(messages) < limit)
+    if repaired.wrote:
+        messages = memory.get_messages(limit)
+    return messages, repaired
+
+
 def repair_timeline(store: TurnStore, memory: ChatMemory, visible: Iterable[TimelineMessage], *, whole: bool) -> bool:
     """See :meth:`Runner.repair_timeline`: whether anything was written."""
     return repair(store, memory, visible, whole=whole).wrote
