@@ -42,6 +42,11 @@ class AgentTurnStack(Stack):
             "LivePublishUrl": (system.live.publish_url, "AppSync Events HTTP publish URL (IAM; the functions use it)"),
             "NoticeBusName": (system.event_bus.event_bus_name, "EventBridge bus of the turn notices: put rules on it"),
         }
+        if system.ag_ui_url is not None:
+            outputs["AgUiStreamUrl"] = (
+                system.ag_ui_url,
+                "AG-UI streamed over HTTPS (function URL): POST {url}ag-ui/{agentId} with your JWT",
+            )
         if system.dead_letter_queue is not None:
             outputs["DeadLetterQueueUrl"] = (
                 system.dead_letter_queue.queue_url,

@@ -91,7 +91,7 @@ def test_every_python_snippet_runs_as_shown(tmp_path: Path) -> None:
     assert "COMPLETED Room A-301 is booked for the review.\n" in outcome["printed"]
     assert outcome["tickets"] == [{"id": "T-1", "title": "login is down", "affectedSystem": "SSO"}]
     assert outcome["declined"] == "RUNNING"  # accepted for a worker, which tells the model it was declined
-    assert outcome["functions"] == ["retention", "run", "submit", "sweeper", "worker"]
+    assert outcome["functions"] == ["agui", "retention", "run", "submit", "sweeper", "worker"]
 
 
 def test_the_adapter_kit_snippet_is_a_test_module_that_passes(tmp_path: Path) -> None:

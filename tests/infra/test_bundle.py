@@ -121,6 +121,17 @@ def test_asset_holds_the_function_the_package_and_wheels(bundled: Synth, functio
     assert not (asset / ".complete").exists()
 
 
+def test_the_agui_asset_starts_with_an_executable_run_sh(bundled: Synth) -> None:
+    # The Lambda Web Adapter's wrapper execs $LAMBDA_TASK_ROOT/run.sh (the function's handler): it must be there,
+    # executable, beside the entry module and the package.
+    asset = _asset_dir(bundled, "agui")
+    run_sh = asset / "run.sh"
+    assert run_sh.read_text() == (Path("functions") / "agui" / "run.sh").read_text()
+    assert run_sh.stat().st_mode & 0o111 == 0o111
+    assert (asset / "app.py").is_file()
+    assert (asset / "agentturn" / "api" / "web_adapter.py").is_file()
+
+
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_handler_imports_from_the_asset_alone(bundled: Synth, function: str) -> None:
     asset = _asset_dir(bundled, function)

@@ -185,7 +185,7 @@ def test_an_existing_turns_table_without_a_stream_gets_no_retention_function() -
     assert system.retention_function is None
     assert "retention" not in system.functions
     functions = of_type(template, "AWS::Lambda::Function")
-    assert len(functions) == 4
+    assert len(functions) == 5  # run, submit, worker, sweeper, agui
     assert not [name for name in functions if "Retention" in name]
 
 
@@ -224,11 +224,11 @@ def test_grant_tools_reaches_exactly_the_functions_that_run_tools() -> None:
         system.grant_tools(statement)
         return system
 
-    # WHEN it is granted THEN run and worker (where tools run) hold it, and no other function does
+    # WHEN it is granted THEN run, worker and the streamed AG-UI function (where tools run) hold it, and no other
     system, template = build(configure)
     orders = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/orders"
     holders = {name for name in system.functions if orders in grants(template, system, name)}
-    assert holders == {"run", "worker"}
+    assert holders == {"run", "worker", "agui"}
     assert grants(template, system, "worker")[orders] == {"dynamodb:PutItem"}
 
 

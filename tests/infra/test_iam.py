@@ -26,7 +26,7 @@ STREAM_READ = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetSh
 #: DeleteItem, not BatchWriteItem: IAM cannot limit BatchWriteItem to deletes, and it would grant puts too.
 PURGE_TIMELINE = {"dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 PREFIX_CONDITION = ' if {"StringLike": {"s3:prefix": ["turns/*", "conversations/*"]}}'
-FUNCTIONS = ["run", "submit", "worker", "sweeper", "retention"]
+FUNCTIONS = ["run", "submit", "worker", "sweeper", "retention", "agui"]
 CONSUME = {
     "sqs:ChangeMessageVisibility",
     "sqs:DeleteMessage",
@@ -112,6 +112,17 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             **_blobs(ids),
             queue: {"sqs:SendMessage"},
             ids["run-logs"]: LOGS,
+            **_live(ids),
+            "*": XRAY,
+        },
+        "agui": {
+            # What run needs for an AG-UI request (start, resume in the request, hand off when out of time), and
+            # no more: no conversations list (it serves only the AG-UI routes), no handoff key.
+            turns: {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+            **_timeline(ids),
+            **_blobs(ids),
+            queue: {"sqs:SendMessage"},
+            ids["agui-logs"]: LOGS,
             **_live(ids),
             "*": XRAY,
         },
@@ -210,10 +221,10 @@ def test_no_policy_anywhere_grants_service_wide_actions(synth: Synth, variant: S
                 assert not [a for a in actions if a.endswith(":*") or a == "*"], statement
 
 
-def test_bedrock_models_are_granted_to_run_and_worker_only(synth: Synth, variant: Synth) -> None:
-    for function in ("run", "submit", "worker", "sweeper"):
+def test_bedrock_models_are_granted_to_the_functions_that_run_turns_only(synth: Synth, variant: Synth) -> None:
+    for function in ("run", "submit", "worker", "sweeper", "agui"):
         assert not any("bedrock:InvokeModel" in actions for actions in grants(synth, function).values())
-    for function in ("run", "worker"):
+    for function in ("run", "worker", "agui"):
         models = {r for r, actions in grants(variant, function).items() if "bedrock:InvokeModel" in actions}
         assert models == {
             "arn:AWS::Partition:bedrock:AWS::Region:AWS::AccountId:inference-profile/"

@@ -14,7 +14,7 @@ import pytest
 from agentturn.cdk.live import ON_SUBSCRIBE
 from tests.infra.synth import Synth
 
-LIVE_FUNCTIONS = ("run", "submit", "worker", "sweeper")
+LIVE_FUNCTIONS = ("run", "submit", "worker", "sweeper", "agui")
 
 
 def _one(synth: Synth, resource_type: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from agentturn.api.lambdas import tracing_enabled
 from tests.support.lambda_process import lambda_env
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-HANDLERS: Final = ("run", "submit", "worker", "sweeper", "retention")
+HANDLERS: Final = ("run", "submit", "worker", "sweeper", "retention", "agui")
 
 #: Loaded by no handler at import. Each is loaded by the first request that needs it (and only then).
 NEVER_AT_IMPORT: Final = (

@@ -101,6 +101,17 @@ def unauthenticated() -> ProblemError:
     )
 
 
+def token_refused(reason: str) -> ProblemError:
+    """A bearer token the streamed AG-UI entry refused, as API Gateway's JWT authorizer would (with its reason)."""
+    return ProblemError(
+        401,
+        "unauthenticated",
+        "Authentication required",
+        f"the bearer token was refused: {reason}",
+        headers={"WWW-Authenticate": f'Bearer error="invalid_token", error_description="{reason}"'},
+    )
+
+
 def route_not_found(method: str, path: str) -> ProblemError:
     return ProblemError(404, "route-not-found", "No such route", f"no route for {method} {path!r}")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from agentturn.cdk.construct import TOOL_FUNCTIONS, AgentTurn
 from agentturn.cdk.settings import (
+    AgUiStreamingProps,
     ApiProps,
     BucketProps,
     CognitoAuth,
@@ -20,6 +21,7 @@ from agentturn.cdk.settings import (
 
 __all__ = [
     "TOOL_FUNCTIONS",
+    "AgUiStreamingProps",
     "AgentTurn",
     "ApiProps",
     "BucketProps",

@@ -49,6 +49,7 @@ from agentturn.cdk.live import LiveTimeline, Notices
 from agentturn.cdk.monitoring import Alarms
 from agentturn.cdk.settings import (
     FUNCTION_NAMES,
+    AgUiStreamingProps,
     ApiProps,
     Architecture,
     Auth,
@@ -63,6 +64,7 @@ from agentturn.cdk.settings import (
     Settings,
     TableProps,
     read_requirements,
+    web_adapter_layer_arn,
 )
 from agentturn.cdk.storage import build_table, index_arns
 from agentturn.models import select
@@ -73,9 +75,13 @@ METRICS_NAMESPACE: Final = "agentturn"
 OLDEST_MESSAGE_ALARM: Final = Duration.minutes(5)
 #: Geographic prefixes of Bedrock cross-region inference profiles ("us.anthropic.claude-...").
 _INFERENCE_PROFILE_PREFIXES: Final = ("us.", "eu.", "apac.", "us-gov.", "jp.", "au.", "ca.", "global.")
-#: The functions that run the team's tools (run: synchronous turns; worker: resumed ones). submit and the
-#: sweeper apply answers and expire waits but never call a tool.
-TOOL_FUNCTIONS: Final[tuple[FunctionName, ...]] = ("run", "worker")
+#: The functions that run the team's tools (run: synchronous turns; worker: resumed ones; agui: AG-UI runs, resumed
+#: in the request). submit and the sweeper apply answers and expire waits but never call a tool.
+TOOL_FUNCTIONS: Final[tuple[FunctionName, ...]] = ("run", "worker", "agui")
+#: The streamed AG-UI function's "handler": the start-up script the Lambda Web Adapter's wrapper runs.
+WEB_ADAPTER_HANDLER: Final = "run.sh"
+#: Where the Lambda Web Adapter forwards invocations (its default port, set explicitly).
+WEB_ADAPTER_PORT: Final = 8080
 #: Context keys that choose the Lambda runtime when the props do not (``cdk synth -c agentturn:lambdaPython=3.13``).
 PYTHON_CONTEXT: Final = "agentturn:lambdaPython"
 ARCHITECTURE_CONTEXT: Final = "agentturn:lambdaArchitecture"
@@ -94,6 +100,7 @@ _FUNCTIONS: Final = (
     _FunctionDefaults("worker", "Advances runnable turns from the resume queue", 1024),
     _FunctionDefaults("sweeper", "Re-enqueues runnable turns nobody is working on", 256),
     _FunctionDefaults("retention", "Deletes the timeline entries and objects of turns the table's TTL removed", 256),
+    _FunctionDefaults("agui", "Streams AG-UI runs as server-sent events (function URL, Lambda Web Adapter)", 1024),
 )
 
 
@@ -132,6 +139,7 @@ class AgentTurn(Construct):
         bucket_props: BucketProps | None = None,
         function_props: FunctionProps | Mapping[FunctionName, FunctionProps] | None = None,
         api_props: ApiProps | None = None,
+        ag_ui_streaming: AgUiStreamingProps | None = None,
         log_retention_days: int = 30,
         worker_timeout_seconds: int = 300,
         worker_batch_size: int = 1,
@@ -169,6 +177,7 @@ class AgentTurn(Construct):
             worker_timeout_seconds=_seconds(overrides.get("worker"), worker_timeout_seconds),
             run_timeout_seconds=_seconds(overrides.get("run"), Settings.run_timeout_seconds),
             submit_timeout_seconds=_seconds(overrides.get("submit"), Settings.submit_timeout_seconds),
+            agui_timeout_seconds=_seconds(overrides.get("agui"), Settings.agui_timeout_seconds),
             sweeper_timeout_seconds=_seconds(overrides.get("sweeper"), Settings.sweeper_timeout_seconds),
             retention_timeout_seconds=_seconds(overrides.get("retention"), Settings.retention_timeout_seconds),
             worker_batch_size=worker_batch_size,
@@ -187,6 +196,7 @@ class AgentTurn(Construct):
             tables=table_props or TableProps(),
             queue=queue_props or QueueProps(),
             bucket=bucket_props or BucketProps(),
+            ag_ui_streaming=ag_ui_streaming or AgUiStreamingProps(),
         )
         settings = self.settings
         removal = RemovalPolicy.RETAIN if settings.retain else RemovalPolicy.DESTROY
@@ -250,12 +260,15 @@ class AgentTurn(Construct):
             "worker": settings.worker_timeout_seconds,
             "sweeper": settings.sweeper_timeout_seconds,
             "retention": settings.retention_timeout_seconds,
+            "agui": settings.agui_timeout_seconds,
         }
         # An existing turns table without a known stream cannot feed the retention function: then its TTL
         # removes turn items only, and the owner keeps (or purges) their timeline and objects.
         with_retention = self.turns_table.table_stream_arn is not None
         for defaults in _FUNCTIONS:
             if defaults.name == "retention" and not with_retention:
+                continue
+            if defaults.name == "agui" and not settings.ag_ui_streaming.enabled:
                 continue
             props = overrides.get(defaults.name, FunctionProps())
             if defaults.name == "worker":
@@ -266,6 +279,8 @@ class AgentTurn(Construct):
         self.worker_function = self.functions["worker"]
         self.sweeper_function = self.functions["sweeper"]
         self.retention_function: lambda_.Function | None = self.functions.get("retention")
+        #: The streamed AG-UI function (``None`` with ``AgUiStreamingProps(enabled=False)``).
+        self.agui_function: lambda_.Function | None = self.functions.get("agui")
         self.retention_dead_letter_queue: sqs.Queue | None = None
         if self.retention_function is not None:
             self.retention_dead_letter_queue = self._retention_source(self.retention_function)
@@ -333,6 +348,11 @@ class AgentTurn(Construct):
         )
         self.api = self.http_api.http_api
         self.api_url = self.http_api.url
+        #: The streamed AG-UI route's base URL (``{ag_ui_url}ag-ui/{agentId}``); ``None`` without the function.
+        self.ag_ui_function_url: lambda_.FunctionUrl | None = None
+        self.ag_ui_url: str | None = None
+        if self.agui_function is not None:
+            self._stream_ag_ui(self.agui_function, audience)
 
         # ------------------------------------------------------------------ live timeline, notices
         self.live = LiveTimeline(self, "Live", auth=settings.auth, user_pool=self.user_pool)
@@ -364,7 +384,7 @@ class AgentTurn(Construct):
     @property
     def tool_functions(self) -> tuple[lambda_.Function, ...]:
         """The functions in which the team's tools run (for ``table.grant_read_data(fn)`` and the like)."""
-        return tuple(self.functions[name] for name in TOOL_FUNCTIONS)
+        return tuple(self.functions[name] for name in TOOL_FUNCTIONS if name in self.functions)
 
     def grant_tools(self, *statements: iam.PolicyStatement) -> None:
         """Allow the team's tools exactly ``statements``, in exactly the functions that run tools."""
@@ -373,6 +393,39 @@ class AgentTurn(Construct):
                 function.add_to_role_policy(statement)
 
     # ------------------------------------------------------------------------------------ parts
+
+    def _stream_ag_ui(self, function: lambda_.Function, audience: list[str]) -> None:
+        """The AG-UI routes streamed over HTTPS: a function URL in ``RESPONSE_STREAM`` mode in front of the Lambda Web
+        Adapter, which runs the function's HTTP entry (``agentturn.api.web_adapter``).
+
+        ``AuthType NONE``: a browser holding a Cognito/OIDC token cannot sign an IAM request, so the function verifies
+        the bearer token itself, against the same issuer and audience as the HTTP API's JWT authorizer."""
+        function.add_environment("AGENTTURN_JWT_ISSUER", self.jwt_issuer)
+        function.add_environment("AGENTTURN_JWT_AUDIENCE", ",".join(audience))
+        origins = list(self.settings.api.cors_allowed_origins)
+        cors = (
+            lambda_.FunctionUrlCorsOptions(
+                allowed_origins=origins,
+                allowed_methods=[lambda_.HttpMethod.GET, lambda_.HttpMethod.POST],
+                allowed_headers=["Authorization", "Content-Type"],
+                max_age=Duration.hours(1),
+            )
+            if origins
+            else None
+        )
+        self.ag_ui_function_url = function.add_function_url(
+            auth_type=lambda_.FunctionUrlAuthType.NONE,
+            invoke_mode=lambda_.InvokeMode.RESPONSE_STREAM,
+            cors=cors,
+        )
+        self.ag_ui_url = self.ag_ui_function_url.url
+
+    def _web_adapter_layer(self) -> lambda_.ILayerVersion:
+        stack = Stack.of(self)
+        arn = self.settings.ag_ui_streaming.web_adapter_layer_arn or web_adapter_layer_arn(
+            self.settings.architecture, stack.region, stack.partition
+        )
+        return lambda_.LayerVersion.from_layer_version_arn(self, "WebAdapterLayer", arn)
 
     def _retention_source(self, function: lambda_.Function) -> sqs.Queue:
         """TTL removals of turn items, and only those, reach the retention function (a filter on the source)."""
@@ -568,6 +621,13 @@ class AgentTurn(Construct):
             env["AGENTTURN_TERMINAL_TTL_SECONDS"] = str(settings.terminal_ttl_days * 86_400)
         if access.handoff_key:
             env[tables.ENV_HANDOFF_SECRET_ARN] = self.handoff_secret.secret_arn
+        if name == "agui":
+            # The Lambda Web Adapter: its wrapper starts run.sh, forwards each invocation to the entry's port and
+            # streams the answer (the function URL's invoke mode says the same); ready once the port accepts.
+            env["AWS_LAMBDA_EXEC_WRAPPER"] = "/opt/bootstrap"
+            env["AWS_LWA_INVOKE_MODE"] = "response_stream"
+            env["AWS_LWA_PORT"] = str(WEB_ADAPTER_PORT)
+            env["AWS_LWA_READINESS_CHECK_PROTOCOL"] = "tcp"
         return env
 
     def _function(
@@ -611,7 +671,8 @@ class AgentTurn(Construct):
             architecture=lambda_.Architecture.ARM_64
             if self.settings.architecture == "arm64"
             else lambda_.Architecture.X86_64,
-            handler=HANDLER,
+            handler=WEB_ADAPTER_HANDLER if name == "agui" else HANDLER,
+            layers=[self._web_adapter_layer()] if name == "agui" else None,
             code=function_code(name, spec, self.settings.code),
             memory_size=props.memory_size or defaults.memory_mb,
             timeout=Duration.seconds(timeout_seconds),
@@ -850,6 +911,8 @@ _NO_DLQ: Final[dict[str, str]] = {
     "tick, and the function's errors alarm.",
     "retention": "Invoked by the DynamoDB stream's event source: a record that keeps failing goes to its on-failure "
     "destination, the retention dead-letter queue.",
+    "agui": "Invoked synchronously through its function URL: a failure is the caller's answer (a RUN_ERROR or a "
+    "problem), there is no event to keep.",
 }
 
 

@@ -28,6 +28,9 @@ Which function uses what:
 - **run** starts turns (create, run synchronously under a lease, hand off to the queue when out of
   time), and serves the reads (the conversations list: Query on the sparse ``byOwner`` index). It never
   reads the queue, and has no access to the dead-letter queue.
+- **agui** (the streamed AG-UI function) does for AG-UI requests what run does for them: starts turns, applies
+  ``resume`` answers and runs the turn on in the request, hands it to the queue when out of time. It lists no
+  conversations and reads no handoff key.
 - **submit** applies answers and cancellations (load, one conditional save, cards) and enqueues. It never
   creates or deletes a turn.
 - **worker** claims and advances turns; it consumes the resume queue (through its event source mapping)
@@ -136,6 +139,17 @@ ACCESS: Final = {
         invoke_model=True,
         live=True,
         list_conversations=True,
+    ),
+    # The streamed AG-UI function runs what run runs for an AG-UI request (start, resume in the request, hand off
+    # to the queue when out of time) and serves no other route: no conversations list, no handoff key (it sends
+    # the turn id, never a carried snapshot).
+    "agui": FunctionAccess(
+        turn_actions=(*TURN_CREATE, *TURN_READ, *TURN_UPDATE, *TURN_DELETE),
+        timeline=True,
+        blobs=True,
+        send=True,
+        invoke_model=True,
+        live=True,
     ),
     "submit": FunctionAccess(
         turn_actions=(*TURN_READ, *TURN_UPDATE), timeline=True, blobs=True, send=True, live=True, handoff_key=True

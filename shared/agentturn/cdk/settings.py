@@ -29,7 +29,7 @@ LOG_RETENTION_DAYS: Final = frozenset(
 PythonVersion = Literal["3.11", "3.12", "3.13"]
 PYTHON_VERSIONS: Final = get_args(PythonVersion)
 Architecture = Literal["x86_64", "arm64"]
-FunctionName = Literal["run", "submit", "worker", "sweeper", "retention"]
+FunctionName = Literal["run", "submit", "worker", "sweeper", "retention", "agui"]
 FUNCTION_NAMES: Final[tuple[FunctionName, ...]] = get_args(FunctionName)
 #: An HTTP API integration times out after 30 s, whatever the Lambda's timeout: the run function must
 #: answer (200 or 202) before that.
@@ -44,6 +44,7 @@ _MODULE_FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 #: A model or inference profile id ("anthropic.claude-...-v1:0", "us.amazon.nova-lite-v1:0") or an ARN.
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,2047}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_LAYER_ARN = re.compile(r"^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:layer:[A-Za-z0-9_-]+:\d+$")
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d+)?$")
 
 
@@ -135,6 +136,36 @@ class BucketProps:
     access_log_retention_days: int = 365
 
 
+#: AWS's published Lambda Web Adapter layer (awslabs/aws-lambda-web-adapter, "Zip Packages"): its version, the
+#: account that publishes it in the commercial regions, and the accounts of the China regions (x86_64 only there).
+WEB_ADAPTER_LAYER_VERSION: Final = 26
+WEB_ADAPTER_ACCOUNT: Final = "753240598075"
+WEB_ADAPTER_CHINA_ACCOUNTS: Final = {"cn-north-1": "041581134020", "cn-northwest-1": "069767869989"}
+
+
+def web_adapter_layer_arn(architecture: Architecture, region: str, partition: str = "aws") -> str:
+    """The published Lambda Web Adapter layer for ``architecture`` in ``region`` (a CloudFormation token works too:
+    then the commercial regions' account is assumed)."""
+    name = "LambdaAdapterLayerArm64" if architecture == "arm64" else "LambdaAdapterLayerX86"
+    china = WEB_ADAPTER_CHINA_ACCOUNTS.get(region)
+    if china is not None:
+        return f"arn:aws-cn:lambda:{region}:{china}:layer:{name}:{WEB_ADAPTER_LAYER_VERSION}"
+    return f"arn:{partition}:lambda:{region}:{WEB_ADAPTER_ACCOUNT}:layer:{name}:{WEB_ADAPTER_LAYER_VERSION}"
+
+
+@dataclass(frozen=True)
+class AgUiStreamingProps:
+    """The streamed AG-UI function: the AG-UI routes behind a Lambda function URL in ``RESPONSE_STREAM`` mode, run by
+    the Lambda Web Adapter (LWA) layer, so server-sent events reach the client while the model writes."""
+
+    #: ``False``: no such function (AG-UI runs are then answered whole, through the HTTP API).
+    enabled: bool = True
+    #: The LWA layer's ARN. ``None``: AWS's published layer (:data:`WEB_ADAPTER_LAYER_VERSION`) for the function's
+    #: architecture in the stack's region (:func:`web_adapter_layer_arn`). Set it for GovCloud, for a copy of the
+    #: layer in your own account, or to move to another version.
+    web_adapter_layer_arn: str | None = None
+
+
 # --------------------------------------------------------------------------------------------- settings
 
 
@@ -155,6 +186,9 @@ class Settings:
     log_retention_days: int = 30
     run_timeout_seconds: int = 29
     submit_timeout_seconds: int = 15
+    #: The streamed AG-UI function: no API Gateway in front, so only Lambda's own limit; a run still out of time
+    #: hands its turn to the worker queue (RUN_ERROR ``agentturn:continuing``).
+    agui_timeout_seconds: int = 120
     sweeper_timeout_seconds: int = 60
     retention_timeout_seconds: int = 300
     worker_timeout_seconds: int = 300
@@ -177,6 +211,7 @@ class Settings:
     tables: TableProps = field(default_factory=TableProps)
     queue: QueueProps = field(default_factory=QueueProps)
     bucket: BucketProps = field(default_factory=BucketProps)
+    ag_ui_streaming: AgUiStreamingProps = field(default_factory=AgUiStreamingProps)
 
     def __post_init__(self) -> None:
         problems = [
@@ -218,6 +253,9 @@ class Settings:
             problems.append(f"the run timeout must be below the API's {API_INTEGRATION_TIMEOUT_SECONDS} s")
         if not 1 <= self.submit_timeout_seconds < API_INTEGRATION_TIMEOUT_SECONDS:
             problems.append(f"the submit timeout must be below the API's {API_INTEGRATION_TIMEOUT_SECONDS} s")
+        if not 30 <= self.agui_timeout_seconds <= 900:
+            # Below 30 s a run has no time left once the yield margin (10 s) is kept for its last step.
+            problems.append(f"the agui timeout must be within 30..900 s, not {self.agui_timeout_seconds}")
         if not 10 <= self.sweeper_timeout_seconds <= 900:
             problems.append(f"the sweeper timeout must be within 10..900 s, not {self.sweeper_timeout_seconds}")
         visibility = self.worker_timeout_seconds * VISIBILITY_TIMEOUT_FACTOR
@@ -280,6 +318,9 @@ class Settings:
             for o in api.cors_allowed_origins
             if o != "*" and not _ORIGIN.match(o)
         ]
+        layer = self.ag_ui_streaming.web_adapter_layer_arn
+        if layer is not None and not _LAYER_ARN.match(layer):
+            problems.append(f"web_adapter_layer_arn: {layer!r} is not a Lambda layer version ARN")
         if self.alarm_email is not None and not _EMAIL.match(self.alarm_email):
             problems.append(f"alarm_email {self.alarm_email!r} is not an e-mail address")
         return problems
