@@ -388,27 +388,33 @@ def test_on_a_phone_cancel_and_the_approval_buttons_keep_their_lines_canned(
     )
     page = context.new_page()
     try:
-        canned = _waiting_on([1], "canned-phone")
+        # GIVEN a batch of three refunds waiting for decisions (the longest status line)
+        canned = _waiting_on([1, 2, 3], "canned-phone")
         canned.install(page)
         open_console(page, "assistant", conversation=canned.conversation)
         card = _card(page, 1)
         expect(card.get_by_role("button", name="Edit, then approve")).to_be_visible()
-        cancel = page.locator("#cancel-turn")
-        expect(cancel).to_be_visible()
-        # THEN "Cancel turn" is one line (not wrapped), and the four answers take at most two rows
-        one_line = page.evaluate(
-            """() => { const b = document.getElementById('cancel-turn');
-                       const r = document.createRange(); r.selectNodeContents(b);
-                       return r.getClientRects().length; }"""
-        )
-        assert one_line == 1
-        tops = {
-            round(b.evaluate("e => e.getBoundingClientRect().top"))
-            for b in card.locator(".decide-actions button").all()
-        }
+        expect(page.locator("#turn-status")).to_contain_text("3 answers are needed")
+        lines = """(id) => { const r = document.createRange(); r.selectNodeContents(document.getElementById(id));
+                             return r.getClientRects().length; }"""
+        # THEN "Cancel turn" is one line, not wrapped
+        expect(page.locator("#cancel-turn")).to_be_visible()
+        assert page.evaluate(lines, "cancel-turn") == 1
+        # ... and so are the confirmation's buttons
+        page.locator("#cancel-turn").click()
+        expect(page.locator("#cancel-confirm")).to_be_visible()
+        assert [page.evaluate(lines, name) for name in ("cancel-yes", "cancel-no")] == [1, 1]
+        page.screenshot(path=str(artifacts / "first-hour-phone-cancel.png"))
+        page.locator("#cancel-no").click()
+        # ... and a card's four answers take at most two rows, each button on one line
+        buttons = card.locator(".form-actions button")
+        expect(buttons).to_have_count(4)
+        tops = {round(b.evaluate("e => e.getBoundingClientRect().top")) for b in buttons.all()}
         assert len(tops) <= 2, tops
+        assert all(b.evaluate("e => e.getClientRects()[0].height") < 44 for b in buttons.all())
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        card.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "first-hour-phone-approval.png"))
-        _no_blocking_a11y(page, "phone, approval pending")
+        _no_blocking_a11y(page, "phone, approvals pending")
     finally:
         context.close()
