@@ -478,7 +478,7 @@ def test_the_page_runs_without_unsafe_eval_and_validates_forms(page: Any, dev_se
     card.get_by_label(re.compile(r"Start, HH:MM")).fill("25:99")
     card.get_by_role("button", name="Submit").click()
     expect(card.locator("#f-call-1_startTime__error")).to_contain_text(
-        "开始时间 (Start, HH:MM) is not in the expected form, for example “14:30”."
+        "开始时间 (Start, HH:MM) is not in the expected form (24-hour clock, such as 14:30)."
     )
     assert [v for v in violations if "eval" in v.lower()] == []
 

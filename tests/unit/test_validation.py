@@ -337,12 +337,15 @@ def test_a_time_message_says_the_form_a_time_is_written_in() -> None:
     ]
 
 
-def test_the_demo_meeting_start_time_message_shows_an_example() -> None:
+def test_the_demo_meeting_start_time_message_says_the_form_expected() -> None:
     from agentturn.demo.agents import MEETING_SCHEMA
 
     data = {"topic": "Review", "date": "2026-12-24", "startTime": "2pm", "attendees": 4}
     assert validate_form_data(MEETING_SCHEMA, data) == [
-        {"path": "/startTime", "message": "开始时间 (Start, HH:MM) is not in the expected form, for example “14:30”."}
+        {
+            "path": "/startTime",
+            "message": "开始时间 (Start, HH:MM) is not in the expected form (24-hour clock, such as 14:30).",
+        }
     ]
 
 

@@ -57,8 +57,9 @@ MEETING_SCHEMA: dict[str, Any] = {
             "type": "string",
             "title": "开始时间 (Start, HH:MM)",
             "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$",
-            # What a refused value's message shows ("... is not in the expected form, for example “14:30”.").
-            "examples": ["14:30"],
+            # Shown under the field, and in a refused value's message ("... is not in the expected form (24-hour
+            # clock, such as 14:30)."). Not `examples`: the form renderer would make the field a drop-down.
+            "description": "24-hour clock, such as 14:30",
         },
         "attendees": {"type": "integer", "title": "参会人数 (Attendees)", "minimum": 1, "maximum": 200},
         "needsProjector": {"type": "boolean", "title": "需要投影仪 (Projector)"},

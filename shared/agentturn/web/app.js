@@ -138,6 +138,7 @@ async function refresh() {
     // Cards that now wait for the person: the view goes to the first of them (a batch is read from its top).
     { label: "New messages below ↓", target: () => (timeline.pendingCount() > before ? timeline.firstPending() : null) },
   );
+  if (timeline.pendingCount() === 0) scroll.release();
   $("empty").hidden = messages.length > 0 || timeline.hasEchoes();
   state.activeTurnId = result.body?.activeTurnId || null;
   if (!state.activeTurnId) {
@@ -186,8 +187,8 @@ async function refresh() {
 // While a turn holds the conversation the server refuses a new message (409): the box says so before the
 // person types, instead of a refused send afterwards. Waiting: answer above first. Working: type ahead, send later.
 const COMPOSER_HINT = {
-  WAITING_FOR_USER: "Fill in the form above first (or cancel the turn) to write a new message.",
-  WAITING_FOR_APPROVAL: "Decide above first (or cancel the turn) to write a new message.",
+  WAITING_FOR_USER: "Fill in the form above first, or cancel the turn.",
+  WAITING_FOR_APPROVAL: "Decide above first, or cancel the turn.",
 };
 const COMPOSER_PLACEHOLDER = $("input").placeholder;
 
@@ -196,9 +197,9 @@ function showComposer(activeTurn) {
   const waiting = status.startsWith("WAITING");
   const working = RUNNABLE.has(status);
   const input = $("input");
-  const hint = COMPOSER_HINT[status] || (waiting ? "Answer above first (or cancel the turn) to write a new message." : "");
+  const hint = COMPOSER_HINT[status] || (waiting ? "Answer above first, or cancel the turn." : "");
   input.disabled = waiting;
-  input.placeholder = waiting ? hint : working ? "The agent is working: you can type, and send once it has finished." : COMPOSER_PLACEHOLDER;
+  input.placeholder = waiting ? hint : working ? "The agent is working: type now, send when it is done." : COMPOSER_PLACEHOLDER;
   $("send").disabled = waiting || working || state.sending;
   $("composer").dataset.state = waiting ? "waiting" : working ? "working" : "open";
 }

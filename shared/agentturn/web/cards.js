@@ -301,6 +301,7 @@ export function approvalCard(initial, ctx) {
   let extraHost = null; // where "Edit, then approve" and "Answer instead" go once they can be offered
   // The tool's parameter schema, once the turn named it: a decided card still labels its fields by their titles.
   let knownSchema = null;
+  let argumentsNode = null; // the fields as shown, relabelled in place when the schema comes
   const attempts = { approve: new Attempt(), reject: new Attempt(), respond: new Attempt() };
   const noteHost = el("p", { class: "card-note", role: "status" });
   const drafts = new Drafts(initial.turnId, `${initial.actionId}:edit`);
@@ -350,7 +351,7 @@ export function approvalCard(initial, ctx) {
 
   function rejectControls() {
     const reasonId = idPrefix("reason", message.actionId);
-    const reason = el("input", { type: "text", id: reasonId, name: "reason", placeholder: "optional", maxlength: 2000 });
+    const reason = el("input", { type: "text", id: reasonId, name: "reason", maxlength: 2000 });
     reason.value = reasonText;
     reason.addEventListener("input", () => (reasonText = reason.value));
     const send = () => {
@@ -382,6 +383,13 @@ export function approvalCard(initial, ctx) {
    * than the card): the buttons are added in place, so nothing the person typed or focused is rebuilt. */
   function offerMore() {
     if (!extraHost || extraHost.dataset.more || !info()?.parametersSchema) return;
+    if (!knownSchema && argumentsNode) {
+      // The fields were labelled before the schema came (keys made readable): now by their titles, in place.
+      knownSchema = info().parametersSchema;
+      const labelled = argumentsView(message, knownSchema);
+      argumentsNode.replaceWith(labelled);
+      argumentsNode = labelled;
+    }
     knownSchema = info().parametersSchema;
     extraHost.dataset.more = "1";
     node.dataset.canEdit = "1";
@@ -460,7 +468,7 @@ export function approvalCard(initial, ctx) {
       node,
       cardHeader(APPROVAL_HEADINGS[message.status] || "Decision", message.status),
       el("p", { class: "card-question" }, question),
-      argumentsView(message, knownSchema),
+      (argumentsNode = argumentsView(message, knownSchema)),
       el(
         "details",
         { class: "technical" },

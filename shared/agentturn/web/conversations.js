@@ -13,7 +13,7 @@ export function conversationHref(id) {
 export function when(iso, now = new Date()) {
   const date = new Date(iso);
   if (!iso || Number.isNaN(date.getTime())) return null;
-  const clock = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const clock = date.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
   const yesterday = new Date(now);
   yesterday.setDate(now.getDate() - 1);
   let text;

@@ -9,6 +9,13 @@ export class ScrollKeeper {
     this.scroller = scroller;
     this.jump = jumpButton;
     this.pinned = true;
+    // After the view went to a card that waits (toGoal), it stays there until the person scrolls themselves or
+    // nothing waits any more: a later poll must not pull it back to the bottom (its own scroll event would
+    // otherwise count as "at the bottom" when the card is near it).
+    this.hold = false;
+    for (const kind of ["wheel", "touchstart", "keydown", "mousedown"]) {
+      scroller.addEventListener(kind, () => (this.hold = false), { passive: true });
+    }
     scroller.addEventListener("scroll", () => {
       this.pinned = this.atBottom();
       if (this.pinned) this.jump.hidden = true;
@@ -26,7 +33,7 @@ export class ScrollKeeper {
    * update brought something that waits for the person (`target()` returns it: the first of a batch of
    * cards), that is where the view goes, or where the button leads, instead of the bottom. */
   around(update, { label = "New messages below ↓", target = null } = {}) {
-    const wasPinned = this.pinned || this.atBottom();
+    const wasPinned = !this.hold && (this.pinned || this.atBottom());
     const before = this.scroller.scrollHeight;
     update();
     const goal = target ? target() : null;
@@ -53,12 +60,19 @@ export class ScrollKeeper {
     if (!goal?.isConnected) return this.toBottom({ smooth });
     const top = goal.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top + this.scroller.scrollTop;
     this.scroller.scrollTo({ top: Math.max(0, top - 12), behavior: smooth ? "smooth" : "auto" });
-    this.pinned = this.atBottom();
+    this.pinned = false;
+    this.hold = true;
     this.jump.hidden = true;
+  }
+
+  /** Nothing waits for the person any more: new content may follow the bottom again. */
+  release() {
+    this.hold = false;
   }
 
   toBottom({ smooth = false } = {}) {
     this.goal = null;
+    this.hold = false;
     this.scroller.scrollTo({ top: this.scroller.scrollHeight, behavior: smooth ? "smooth" : "auto" });
     this.pinned = true;
     this.jump.hidden = true;

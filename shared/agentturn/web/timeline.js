@@ -28,7 +28,8 @@ function aiEntry(message, ctx) {
   const calls = message.toolCalls || [];
   return el(
     "li",
-    { class: "msg ai", "data-testid": "ai-message" },
+    // A step that only called tools is a quiet line, as its results are; the answer is the model's text.
+    { class: text ? "msg ai" : "msg ai calls-only", "data-testid": "ai-message" },
     el("span", { class: "who" }, "Agent"),
     demo ? el("span", { class: "demo-badge", title: "Reply from the deterministic demo model, not an LLM" }, "demo model") : null,
     text ? richText(demo ? text.slice(DEMO_PREFIX.length).trimStart() : text) : null,
