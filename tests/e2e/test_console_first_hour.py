@@ -287,13 +287,15 @@ def test_a_batch_opens_at_its_first_card_and_lists_results_named_in_call_order_c
     canned.messages, canned.turn = waiting.messages, waiting.turn
     # THEN the view opens at the first card (its question in view), not at the bottom
     expect(_card(page, 3)).to_have_attribute("data-status", "PENDING")
-    page.wait_for_function(
-        """() => {
-            const card = document.querySelector("[data-message-id='t1:approval:call-1']").getBoundingClientRect();
-            const view = document.getElementById('scroller').getBoundingClientRect();
-            return card.top >= view.top && card.top < view.top + 80;
-        }"""
-    )
+    first_card_on_top = """() => {
+        const card = document.querySelector("[data-message-id='t1:approval:call-1']").getBoundingClientRect();
+        const view = document.getElementById('scroller').getBoundingClientRect();
+        return card.top >= view.top && card.top < view.top + 80;
+    }"""
+    page.wait_for_function(first_card_on_top)
+    # ... and stays there once the page has read the turn again (the status line counts the answers needed)
+    expect(page.locator("#turn-status")).to_contain_text("3 answers are needed")
+    assert page.evaluate(first_card_on_top)
     page.screenshot(path=str(artifacts / "first-hour-batch-lands.png"))
 
     # WHEN the tools finish in another order than they were called (3, 1, 2)
