@@ -250,6 +250,13 @@ def test_the_list_shows_days_and_which_conversations_wait_for_the_person_canned(
     expect(page.get_by_test_id("conversation-list")).not_to_contain_text("New conversation")
     page.screenshot(path=str(artifacts / "first-hour-conversations.png"))
     _no_blocking_a11y(page, "conversations list with a marker")
+    # WHEN the person opens the waiting one and decides: THEN it is no longer marked while the agent works
+    links.nth(0).click()
+    expect(_card(page, 1)).to_have_attribute("data-status", "PENDING")
+    waits.messages = [*waits.messages[:1], _approval("APPROVED", 1)]
+    waits.turn = {**waits.turn, "status": "RUNNING", "version": 5, "pendingActions": []}
+    _card(page, 1).get_by_role("button", name="Approve", exact=True).click()
+    expect(page.get_by_test_id("conversation-waiting")).to_have_count(0)
     page.unroute_all(behavior="ignoreErrors")
 
 

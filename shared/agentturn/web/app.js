@@ -165,13 +165,14 @@ async function refresh() {
   }
   timeline.setPendingActions(turn.turnId, turn.pendingActions || (turn.suspension ? [turn.suspension] : []));
   showComposer(turn.turnId === state.activeTurnId ? turn : null);
+  // The list's marker follows what this page reads of the open conversation (answered: no longer waiting).
+  if (turn.turnId === state.activeTurnId) conversations.setWaiting(state.conversationId, turn.status.startsWith("WAITING"));
   if (RUNNABLE.has(turn.status)) {
     showTurn(turn);
     return true;
   }
   // Waiting or ended: whatever the channel said the turn was doing is over (a late status must not revive it).
   live.view?.rest(turn.turnId);
-  if (turn.status.startsWith("WAITING")) conversations.setWaiting(state.conversationId, true);
   // The turn may have moved on between the two reads (the worker is fast): one more round, so the timeline
   // shown is at least as new as the status shown ("Done." never shows before the answer does), then stop.
   const settled = `${turn.turnId}@${turn.version}`;
