@@ -50,7 +50,7 @@ def test_a_form_interrupt_is_a_card_that_survives_a_reload_and_is_answered(page:
     card.locator("select[name=impactScope]").select_option("ALL_USERS")
     card.locator("button[value=submit]").click()
     answer = page.locator("li.assistant").last
-    expect(answer).to_contain_text("affected system SSO, impact ALL_USERS")
+    expect(answer).to_contain_text("affected system SSO, impact 全部用户 (All users)")
     expect(page.locator("#status")).to_have_text("idle")
     expect(page.locator("form.card")).to_have_count(0)
     page.screenshot(path=str(SHOTS / "form-answered.png"), full_page=True)

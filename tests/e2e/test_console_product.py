@@ -47,6 +47,11 @@ def test_conversations_are_listed_and_the_url_follows_back_and_forward(
     expect(page.locator("#empty")).to_be_visible()
     new_hash = page.evaluate("location.hash")
     assert new_hash.startswith("#c=c-") and first not in new_hash
+    # ... which is not listed before anything was sent in it (the first one is)
+    listed = page.get_by_test_id("conversation-list")
+    expect(listed.locator(f"a[data-conversation-id='{first}']")).to_have_count(1)
+    expect(listed.locator(f"a[href='{new_hash}']")).to_have_count(0)
+    expect(listed).not_to_contain_text("New conversation")
     page.goto(f"/?agent=refund-agent#c={second}")
     send(page, "second question: refund order O-1001")
     expect(page.get_by_test_id("approval-card")).to_have_count(1)
@@ -173,10 +178,14 @@ def test_a_refused_send_keeps_the_text_and_says_why(page: Any) -> None:
         ),
     )
     send(page, "hello there")
-    # THEN the text is back in the box, the echo says "Not sent", and the notice explains
+    # THEN the text is back in the box, and the message itself says it was not sent, and why
     expect(page.locator("#input")).to_have_value("hello there")
-    expect(page.get_by_test_id("user-echo")).to_contain_text("Not sent")
-    expect(page.locator("#notice")).to_contain_text("has a turn that has not finished")
+    echo = page.get_by_test_id("user-echo")
+    expect(echo).to_contain_text("Not sent")
+    expect(echo).to_contain_text("has a turn that has not finished")
+    # WHEN the person puts it away: THEN it is gone
+    echo.get_by_role("button", name="Dismiss").click()
+    expect(page.get_by_test_id("user-echo")).to_have_count(0)
     # (the page keeps polling: let go of the fakes before the page closes, so none answers a closed page)
     page.unroute_all(behavior="ignoreErrors")
 
@@ -469,7 +478,7 @@ def test_the_page_runs_without_unsafe_eval_and_validates_forms(page: Any, dev_se
     card.get_by_label(re.compile(r"Start, HH:MM")).fill("25:99")
     card.get_by_role("button", name="Submit").click()
     expect(card.locator("#f-call-1_startTime__error")).to_contain_text(
-        "开始时间 (Start, HH:MM) is not in the expected form."
+        "开始时间 (Start, HH:MM) is not in the expected form (24-hour clock, such as 14:30)."
     )
     assert [v for v in violations if "eval" in v.lower()] == []
 

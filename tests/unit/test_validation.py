@@ -322,6 +322,33 @@ def test_a_pattern_message_names_the_field_and_shows_the_example_never_the_regex
     ]
 
 
+def test_a_time_message_says_the_form_a_time_is_written_in() -> None:
+    # GIVEN a time field (JSON Schema's "time": RFC 3339 full-time, the offset included)
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "time", "title": "Start"}}}
+    # WHEN a person types a time as a clock shows it, without seconds and offset
+    problems = validate_form_data(schema, {"at": "09:30"})
+    # THEN the message shows the form expected, with an offset written out
+    assert problems == [
+        {
+            "path": "/at",
+            "message": "Start must be a time in the form HH:MM:SS with its offset, "
+            "such as 09:30:00+01:00 or 09:30:00Z.",
+        }
+    ]
+
+
+def test_the_demo_meeting_start_time_message_says_the_form_expected() -> None:
+    from agentturn.demo.agents import MEETING_SCHEMA
+
+    data = {"topic": "Review", "date": "2026-12-24", "startTime": "2pm", "attendees": 4}
+    assert validate_form_data(MEETING_SCHEMA, data) == [
+        {
+            "path": "/startTime",
+            "message": "开始时间 (Start, HH:MM) is not in the expected form (24-hour clock, such as 14:30).",
+        }
+    ]
+
+
 # ---------------------------------------------------------------- item 3: bounded
 
 

@@ -57,6 +57,9 @@ MEETING_SCHEMA: dict[str, Any] = {
             "type": "string",
             "title": "开始时间 (Start, HH:MM)",
             "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$",
+            # Shown under the field, and in a refused value's message ("... is not in the expected form (24-hour
+            # clock, such as 14:30)."). Not `examples`: the form renderer would make the field a drop-down.
+            "description": "24-hour clock, such as 14:30",
         },
         "attendees": {"type": "integer", "title": "参会人数 (Attendees)", "minimum": 1, "maximum": 200},
         "needsProjector": {"type": "boolean", "title": "需要投影仪 (Projector)"},
@@ -74,6 +77,16 @@ MEETING_FORM = FormDefinition(
     "预定会议室时收集会议主题、时间和参会人数 (topic, time and attendees)",
     MEETING_SCHEMA,
 )
+
+
+def _option_label(schema: dict[str, Any], field: str, value: Any) -> Any:
+    """The label the form showed for ``value`` (its ``x-enumNames`` entry): the reply says what the person picked,
+    not the value the tool receives."""
+    prop = schema.get("properties", {}).get(field, {})
+    values, names = prop.get("enum"), prop.get("x-enumNames")
+    if isinstance(values, list) and isinstance(names, list) and value in values and len(names) == len(values):
+        return names[values.index(value)]
+    return value
 
 
 class TicketLedger:
@@ -147,7 +160,8 @@ def _after_tool(request: ChatRequest, message: ToolMessage) -> AiMessage:
     if message.tool_name == "create_support_ticket":
         return _say(
             f"Ticket {result['id']} created: {result['title']} (priority {result['priority']}), "
-            f"affected system {result['affectedSystem']}, impact {result['impactScope']}."
+            f"affected system {result['affectedSystem']}, "
+            f"impact {_option_label(SUPPORT_TICKET_SCHEMA, 'impactScope', result['impactScope'])}."
         )
     if message.tool_name == "reserve_meeting_room":
         return _say(

@@ -27,7 +27,7 @@ _TYPE_NAMES: Final = {
 #: What each format expects, in a person's words (``FORMAT_LABELS`` in web/src/form_messages.mjs says the same).
 FORMAT_EXPECTED: Final = {
     "date": "a date such as 2024-05-31",
-    "time": "a time with its offset such as 09:30:00Z",
+    "time": "a time in the form HH:MM:SS with its offset, such as 09:30:00+01:00 or 09:30:00Z",
     "date-time": "a date and time such as 2024-05-31T09:30:00Z",
     "duration": "a duration such as P3DT4H",
     "uri": "a full web address such as https://example.com/page",

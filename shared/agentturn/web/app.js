@@ -37,6 +37,7 @@ const state = {
   finished: new Map(), // turnId -> terminal TurnView (never changes again)
   settled: null, // "turnId@version" of the last non-runnable turn a poll has confirmed
   cancelling: false,
+  sending: false, // a message is on its way: Send stays disabled until the server answered
   // Which view (user and conversation) is on screen: bumped whenever either changes, so an answer to a read
   // made for the previous one is dropped instead of drawn under the new one.
   view: 0,
@@ -53,7 +54,10 @@ const timeline = new Timeline($("timeline"), {
   api,
   // ?clientValidation=off skips the browser-side checks, to see what the server refuses (and for tests).
   noValidate: params.get("clientValidation") === "off",
-  onAction: () => wake(),
+  onAction: (turnId) => {
+    live.view?.wake(turnId); // the person answered: what the channel says next about this turn is news
+    wake();
+  },
   // Against a deployed API the console learns it from the replies ("[demo model] ..."), locally from /_dev/info.
   onDemoModel: showDemoModel,
 });
@@ -131,18 +135,18 @@ async function refresh() {
       timeline.render(messages);
       live.view?.settle(messages);
     },
-    { label: "New messages below ↓" },
+    // Cards that now wait for the person: the view goes to the first of them (a batch is read from its top).
+    { label: "New messages below ↓", target: () => (timeline.pendingCount() > before ? timeline.firstPending() : null) },
   );
-  if (timeline.pendingCount() > before && !scroll.atBottom()) {
-    $("jump-latest").textContent = "An answer is needed below ↓";
-    $("jump-latest").hidden = false;
-  }
+  if (timeline.pendingCount() === 0) scroll.release();
   $("empty").hidden = messages.length > 0 || timeline.hasEchoes();
   state.activeTurnId = result.body?.activeTurnId || null;
   if (!state.activeTurnId) {
     // Whatever held the conversation has finished: a "not finished" notice is no longer true.
     if ($("notice").textContent === BUSY_NOTICE) notice("");
     state.cancelling = false;
+    showComposer(null);
+    conversations.setWaiting(state.conversationId, false);
   }
   showCancel();
   const last = messages.length ? messages[messages.length - 1].turnId : null;
@@ -160,10 +164,15 @@ async function refresh() {
     if (!RUNNABLE.has(turn.status) && !turn.status.startsWith("WAITING")) state.finished.set(turnId, turn);
   }
   timeline.setPendingActions(turn.turnId, turn.pendingActions || (turn.suspension ? [turn.suspension] : []));
+  showComposer(turn.turnId === state.activeTurnId ? turn : null);
+  // The list's marker follows what this page reads of the open conversation (answered: no longer waiting).
+  if (turn.turnId === state.activeTurnId) conversations.setWaiting(state.conversationId, turn.status.startsWith("WAITING"));
   if (RUNNABLE.has(turn.status)) {
     showTurn(turn);
     return true;
   }
+  // Waiting or ended: whatever the channel said the turn was doing is over (a late status must not revive it).
+  live.view?.rest(turn.turnId);
   // The turn may have moved on between the two reads (the worker is fast): one more round, so the timeline
   // shown is at least as new as the status shown ("Done." never shows before the answer does), then stop.
   const settled = `${turn.turnId}@${turn.version}`;
@@ -174,6 +183,26 @@ async function refresh() {
   }
   state.settled = settled;
   return true;
+}
+
+// While a turn holds the conversation the server refuses a new message (409): the box says so before the
+// person types, instead of a refused send afterwards. Waiting: answer above first. Working: type ahead, send later.
+const COMPOSER_HINT = {
+  WAITING_FOR_USER: "Fill in the form above first, or cancel the turn.",
+  WAITING_FOR_APPROVAL: "Decide above first, or cancel the turn.",
+};
+const COMPOSER_PLACEHOLDER = $("input").placeholder;
+
+function showComposer(activeTurn) {
+  const status = activeTurn?.status || "";
+  const waiting = status.startsWith("WAITING");
+  const working = RUNNABLE.has(status);
+  const input = $("input");
+  const hint = COMPOSER_HINT[status] || (waiting ? "Answer above first, or cancel the turn." : "");
+  input.disabled = waiting;
+  input.placeholder = waiting ? hint : working ? "The agent is working: type now, send when it is done." : COMPOSER_PLACEHOLDER;
+  $("send").disabled = waiting || working || state.sending;
+  $("composer").dataset.state = waiting ? "waiting" : working ? "working" : "open";
 }
 
 function showCancel() {
@@ -193,6 +222,7 @@ function openConversation(id) {
   $("conversation").value = id;
   timeline.reset();
   showTurn(null);
+  showComposer(null);
   showCancel();
   notice("");
   conversations.setActive(id);
@@ -227,9 +257,10 @@ const startAttempt = new Attempt();
 async function send(event) {
   event.preventDefault();
   const input = $("input").value.trim();
-  if (!input) return;
+  if (!input || $("send").disabled) return;
   const agentId = $("agent").value;
   localStorage.setItem("agentturn.agents.agent", agentId);
+  state.sending = true;
   $("send").disabled = true;
   notice("");
   // What was sent shows at once, before the server answers; the timeline replaces it with the stored message.
@@ -242,7 +273,8 @@ async function send(event) {
   const body = { input, agentId, conversationId: cid };
   const caller = api.asCaller();
   const result = await sendWithRetry(startAttempt, body, (key) => caller.startTurn(cid, input, agentId, key));
-  $("send").disabled = false;
+  state.sending = false;
+  $("send").disabled = $("composer").dataset.state === "waiting" || $("composer").dataset.state === "working";
   if (view !== state.view) {
     // The person opened another conversation (or became another user) meanwhile: the list shows where the
     // message went.
@@ -255,10 +287,9 @@ async function send(event) {
     if (result.body?.status) showTurn(result.body);
     conversations.refresh();
   } else {
-    echo.fail();
-    if (!$("input").value) $("input").value = input; // nothing typed is lost
-    if (result.status === 409 && result.problem?.activeTurnId) notice(BUSY_NOTICE);
-    else notice(problemText(result));
+    // Said on the message itself, with a way to put it away (the text is back in the box: nothing is lost).
+    echo.fail(result.status === 409 && result.problem?.activeTurnId ? BUSY_NOTICE : problemText(result));
+    if (!$("input").value) $("input").value = input;
   }
   wake();
 }

@@ -8,7 +8,7 @@
 import { Attempt, isTransient, problemText, sendWithRetry } from "./api.js";
 import { append, clear, el, jsonBlock, time } from "./dom.js";
 import { Drafts } from "./drafts.js";
-import { labelOf, titleOf, uiSchemaFor } from "./schema_text.js";
+import { fieldLabel, labelOf, titleOf, uiSchemaFor, withTitles } from "./schema_text.js";
 
 const STATUS_LABELS = {
   PENDING: "Waiting for you",
@@ -19,6 +19,16 @@ const STATUS_LABELS = {
   APPROVED: "Approved",
   REJECTED: "Rejected",
   RESPONDED: "Answered",
+};
+
+// A card's heading says what it is now: a question while it waits, what became of it afterwards.
+const APPROVAL_HEADINGS = {
+  PENDING: "Needs your decision",
+  APPROVED: "Decided",
+  REJECTED: "Decided",
+  RESPONDED: "Decided",
+  CANCELLED: "No longer needs a decision",
+  EXPIRED: "No decision in time",
 };
 
 const FORM_STATES = {
@@ -59,7 +69,7 @@ function valueList(values, schema, attributes) {
   return el(
     "dl",
     { class: "values", ...attributes },
-    keys.map((key) => [el("dt", {}, properties[key]?.title || key), el("dd", { dataset: { field: key } }, labelOf(properties[key], values[key]))]),
+    keys.map((key) => [el("dt", {}, fieldLabel(schema, key)), el("dd", { dataset: { field: key } }, labelOf(properties[key], values[key]))]),
   );
 }
 
@@ -186,9 +196,10 @@ export function formCard(initial, ctx) {
       host.append(el("p", { class: "card-errors" }, "The form library (vendor/forms.js) did not load."));
       return;
     }
+    const schema = withTitles(schemaOf(message));
     handle = window.AgentturnForms.mount(host, {
-      schema: schemaOf(message),
-      uiSchema: uiSchemaFor(schemaOf(message)),
+      schema,
+      uiSchema: uiSchemaFor(schema),
       formData: drafts.load() ?? {},
       idPrefix: idPrefix("f", message.actionId),
       noValidate: ctx.noValidate,
@@ -267,7 +278,7 @@ function argumentsView(message, parametersSchema) {
         return el(
           "tr",
           { class: changed ? "changed" : null, dataset: { field: key } },
-          el("th", { scope: "row" }, properties[key]?.title || key),
+          el("th", { scope: "row" }, fieldLabel(parametersSchema, key)),
           el("td", { class: "original" }, labelOf(properties[key], original[key])),
           el("td", { class: "edited" }, labelOf(properties[key], edited[key]), changed ? el("span", { class: "changed-mark" }, " (changed)") : null),
         );
@@ -283,11 +294,14 @@ export function approvalCard(initial, ctx) {
     dataset: { messageId: initial.messageId },
   });
   let message = initial;
-  let mode = "decide"; // decide | edit | respond
+  let mode = "decide"; // decide | reject | edit | respond
   let handle = null;
   let busy = false;
   let reasonText = ""; // the reject reason survives a re-render of the card
   let extraHost = null; // where "Edit, then approve" and "Answer instead" go once they can be offered
+  // The tool's parameter schema, once the turn named it: a decided card still labels its fields by their titles.
+  let knownSchema = null;
+  let argumentsNode = null; // the fields as shown, relabelled in place when the schema comes
   const attempts = { approve: new Attempt(), reject: new Attempt(), respond: new Attempt() };
   const noteHost = el("p", { class: "card-note", role: "status" });
   const drafts = new Drafts(initial.turnId, `${initial.actionId}:edit`);
@@ -324,27 +338,59 @@ export function approvalCard(initial, ctx) {
   }
 
   function decideControls() {
-    const reasonId = idPrefix("reason", message.actionId);
-    const reason = el("input", { type: "text", id: reasonId, name: "reason", placeholder: "reason (sent to the agent if you reject)", maxlength: 2000 });
     const approve = el("button", { type: "button", class: "primary" }, "Approve");
     const reject = el("button", { type: "button", class: "danger" }, "Reject");
     approve.addEventListener("click", () => act("approve", withFingerprint({}), { done: "Approved. The agent continues…" }));
-    reject.addEventListener("click", () => {
-      const text = reason.value.trim();
-      act("reject", text ? { reason: text } : {}, { done: "Rejected. The agent continues…" });
-    });
+    // Rejecting asks for a reason only once the person chose to reject (the box is not open on every card).
+    reject.addEventListener("click", () => switchTo("reject"));
+    const more = el("span", { class: "more-actions" });
+    extraHost = more;
+    offerMore();
+    return el("div", { class: "form-actions decide-actions" }, el("span", { class: "main-actions" }, approve, reject), more);
+  }
+
+  function rejectControls() {
+    const reasonId = idPrefix("reason", message.actionId);
+    const reason = el("input", { type: "text", id: reasonId, name: "reason", maxlength: 2000 });
     reason.value = reasonText;
     reason.addEventListener("input", () => (reasonText = reason.value));
-    const actions = el("div", { class: "form-actions" }, approve, reject);
-    extraHost = actions;
-    offerMore();
-    return [actions, el("label", { class: "reason-label", for: reasonId }, "Reason for rejecting (optional)"), reason];
+    const send = () => {
+      const text = reason.value.trim();
+      act("reject", text ? { reason: text } : {}, { done: "Rejected. The agent continues…" });
+    };
+    reason.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.isComposing) {
+        event.preventDefault();
+        send();
+      }
+    });
+    queueMicrotask(() => reason.focus());
+    return el(
+      "div",
+      { class: "reject-panel", "data-testid": "reject-panel" },
+      el("label", { class: "reason-label", for: reasonId }, "Why not? The agent reads your reason (optional)."),
+      reason,
+      el(
+        "div",
+        { class: "form-actions" },
+        el("button", { type: "button", class: "danger", onclick: send }, "Reject"),
+        el("button", { type: "button", class: "secondary", onclick: () => switchTo("decide") }, "Back"),
+      ),
+    );
   }
 
   /** Editing and answering need the pending action's parameter schema (from the turn, which may come later
    * than the card): the buttons are added in place, so nothing the person typed or focused is rebuilt. */
   function offerMore() {
     if (!extraHost || extraHost.dataset.more || !info()?.parametersSchema) return;
+    if (!knownSchema && argumentsNode) {
+      // The fields were labelled before the schema came (keys made readable): now by their titles, in place.
+      knownSchema = info().parametersSchema;
+      const labelled = argumentsView(message, knownSchema);
+      argumentsNode.replaceWith(labelled);
+      argumentsNode = labelled;
+    }
+    knownSchema = info().parametersSchema;
     extraHost.dataset.more = "1";
     node.dataset.canEdit = "1";
     extraHost.append(
@@ -355,7 +401,7 @@ export function approvalCard(initial, ctx) {
 
   function editControls() {
     const host = el("div", { class: "form-host" });
-    const schema = info()?.parametersSchema || { type: "object" };
+    const schema = withTitles(info()?.parametersSchema || { type: "object" });
     queueMicrotask(() => {
       if (!window.AgentturnForms || mode !== "edit") return;
       handle = window.AgentturnForms.mount(host, {
@@ -416,12 +462,13 @@ export function approvalCard(initial, ctx) {
     clear(node);
     node.dataset.status = message.status;
     const pending = info();
+    if (pending?.parametersSchema) knownSchema = pending.parametersSchema;
     const question = message.message || "The agent asks to go ahead with this action.";
     append(
       node,
-      cardHeader("Needs your decision", message.status),
+      cardHeader(APPROVAL_HEADINGS[message.status] || "Decision", message.status),
       el("p", { class: "card-question" }, question),
-      argumentsView(message, pending?.parametersSchema),
+      (argumentsNode = argumentsView(message, knownSchema)),
       el(
         "details",
         { class: "technical" },
@@ -433,6 +480,7 @@ export function approvalCard(initial, ctx) {
     if (message.status === "PENDING") {
       if (mode === "edit" && pending?.parametersSchema) append(node, editControls());
       else if (mode === "respond") append(node, respondControls());
+      else if (mode === "reject") append(node, rejectControls());
       else append(node, decideControls());
       append(node, noteHost);
     } else {

@@ -8,21 +8,25 @@ export function conversationHref(id) {
   return `#c=${encodeURIComponent(id)}`;
 }
 
-/** "14:05" today, "Mon 14:05" this week, a date before: short enough for the list, exact in the tooltip. */
-function when(iso) {
+/** When, with its day: "Today, 14:05", "Yesterday, 09:12", "3 Dec, 14:05", "3 Dec 2025" (a time alone does not
+ * say which day it was); exact in the tooltip. */
+export function when(iso, now = new Date()) {
   const date = new Date(iso);
   if (!iso || Number.isNaN(date.getTime())) return null;
-  const now = new Date();
-  const sameDay = date.toDateString() === now.toDateString();
-  const withinWeek = now - date < 6 * 24 * 3600 * 1000;
-  const clock = { hour: "2-digit", minute: "2-digit" };
-  const text = sameDay
-    ? date.toLocaleTimeString([], clock)
-    : withinWeek
-      ? date.toLocaleString([], { weekday: "short", ...clock })
-      : date.toLocaleDateString();
+  const clock = date.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+  const yesterday = new Date(now);
+  yesterday.setDate(now.getDate() - 1);
+  let text;
+  if (date.toDateString() === now.toDateString()) text = `Today, ${clock}`;
+  else if (date.toDateString() === yesterday.toDateString()) text = `Yesterday, ${clock}`;
+  else if (date.getFullYear() === now.getFullYear()) {
+    text = `${date.toLocaleDateString([], { day: "numeric", month: "short" })}, ${clock}`;
+  } else text = date.toLocaleDateString([], { day: "numeric", month: "short", year: "numeric" });
   return el("time", { datetime: iso, title: date.toLocaleString() }, text);
 }
+
+/** How many of the newest conversations are checked for a turn that waits for the person (one read each). */
+const CHECKED = 10;
 
 export class ConversationList {
   constructor({ api, list, empty, more, onTitle }) {
@@ -36,6 +40,7 @@ export class ConversationList {
     this.activeId = null;
     this.unsupported = false;
     this.generation = 0;
+    this.waiting = new Map(); // conversationId -> true when a turn of it waits for the person
     more.addEventListener("click", () => this.loadMore());
   }
 
@@ -55,6 +60,40 @@ export class ConversationList {
     if (!result.ok) return; // keep what is shown; the next refresh tries again
     this.entries = result.body?.conversations || [];
     this.cursor = result.body?.nextCursor || null;
+    this.render();
+    await this.checkWaiting(generation);
+  }
+
+  /** Marks the newest conversations whose turn waits for the person: the list has no such field, so each is
+   * read once (its latest entries) per refresh, a few at a time. */
+  async checkWaiting(generation) {
+    const ids = this.entries.slice(0, CHECKED).map((e) => e.conversationId);
+    await Promise.all(
+      [0, 1, 2].map(async (lane) => {
+        for (let i = lane; i < ids.length; i += 3) {
+          const read = await this.api.messages(ids[i], 20);
+          if (generation !== this.generation) return;
+          if (!read.ok) continue;
+          const active = read.body?.activeTurnId;
+          const waits = Boolean(
+            active &&
+              (read.body?.messages || []).some(
+                (m) => (m.type === "agent_form" || m.type === "agent_approval") && m.status === "PENDING" && m.turnId === active,
+              ),
+          );
+          if (waits !== Boolean(this.waiting.get(ids[i]))) {
+            this.waiting.set(ids[i], waits);
+            this.render();
+          }
+        }
+      }),
+    );
+  }
+
+  /** What the open conversation's own reads found: its turn waits for the person, or not. */
+  setWaiting(id, waits) {
+    if (!id || Boolean(this.waiting.get(id)) === waits) return;
+    this.waiting.set(id, waits);
     this.render();
   }
 
@@ -92,27 +131,24 @@ export class ConversationList {
             href: conversationHref(entry.conversationId),
             class: "conversation-link",
             "aria-current": entry.conversationId === this.activeId ? "page" : null,
-            dataset: { conversationId: entry.conversationId },
+            dataset: this.waiting.get(entry.conversationId)
+              ? { conversationId: entry.conversationId, waiting: "1" }
+              : { conversationId: entry.conversationId },
           },
           el("span", { class: "conversation-name" }, entry.title || "Untitled conversation"),
-          el("span", { class: "conversation-when" }, when(entry.lastActivityAt)),
+          el(
+            "span",
+            { class: "conversation-meta" },
+            this.waiting.get(entry.conversationId)
+              ? el("span", { class: "conversation-waiting", "data-testid": "conversation-waiting" }, "Waiting for you")
+              : null,
+            el("span", { class: "conversation-when" }, when(entry.lastActivityAt)),
+          ),
         ),
       ),
     );
-    if (this.activeId && !this.entries.some((e) => e.conversationId === this.activeId)) {
-      // The conversation being written is listed once its first turn started; until then it is "new".
-      items.unshift(
-        el(
-          "li",
-          {},
-          el(
-            "a",
-            { href: conversationHref(this.activeId), class: "conversation-link", "aria-current": "page" },
-            el("span", { class: "conversation-name" }, "New conversation"),
-          ),
-        ),
-      );
-    }
+    // A conversation is listed once its first message was sent (the server lists it from its first turn):
+    // an empty "New conversation" is not a conversation yet.
     this.list.replaceChildren(...items);
     if (!this.unsupported) this.empty.hidden = items.length > 0;
     this.more.hidden = !this.cursor;

@@ -40,6 +40,7 @@ export class LiveView {
 
   reset() {
     this.echo(null);
+    this.resting = null;
     this.turnId = null;
     this.call = null;
     this.text = "";
@@ -48,8 +49,25 @@ export class LiveView {
     this.draw();
   }
 
+  /** The page read `turnId` waiting or ended: what the channel said it was doing is over. A status or a piece
+   * of text for it that arrives later (the channel's messages can overtake each other) is stale until the
+   * turn runs again (`wake`), so no "running …" line stays under a form that already waits. */
+  rest(turnId) {
+    this.resting = turnId;
+    if (this.turnId !== turnId && this.turnId !== null) return;
+    this.phase = null;
+    this.text = "";
+    this.draw();
+  }
+
+  /** The turn runs again (the person answered, or a save said so). */
+  wake(turnId = null) {
+    if (turnId === null || this.resting === turnId) this.resting = null;
+  }
+
   /** A status message: what the turn does now (waiting and ended turns are told by their save). */
   status(message) {
+    if (message.turnId === this.resting) return;
     if (message.phase === "queued" && this.phase !== "queued") performance.mark("agentturn:queued");
     if (message.turnId !== this.turnId) {
       this.turnId = message.turnId;
@@ -64,6 +82,7 @@ export class LiveView {
   /** A piece of streamed text; a piece that does not continue the text shown is skipped (a gap: the saved
    * timeline brings the whole reply). */
   delta(message) {
+    if (message.turnId === this.resting) return;
     if (message.turnId !== this.turnId || message.call !== this.call) {
       this.turnId = message.turnId;
       this.call = message.call;
@@ -79,6 +98,7 @@ export class LiveView {
   /** A save was announced: returns what to do once the timeline has been read again (drop the preview
    * of the text that the save holds; all of it when the save leaves the turn waiting or ended). */
   saved(message) {
+    if (RUNNABLE.has(message.status)) this.wake(message.turnId);
     if (message.status === "READY") this.status({ turnId: message.turnId, phase: "queued" });
     const call = this.call;
     const had = this.text;

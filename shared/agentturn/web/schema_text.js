@@ -48,13 +48,55 @@ export function labelOf(schema, value) {
   return String(value);
 }
 
+const ACRONYMS = { id: "ID", url: "URL", uri: "URI", api: "API", ip: "IP" };
+
+/** A field key as a person reads it when the schema gives no title: "orderId" and "order_id" → "Order ID". */
+export function humanise(key) {
+  const words = String(key)
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .replace(/[_\-.]+/g, " ")
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    // An acronym (ID, URL) stays as written; other words are lower-cased, the first one capitalised.
+    .map((word) => (/^[A-Z0-9]{2,}$/.test(word) ? word : ACRONYMS[word.toLowerCase()] || word.toLowerCase()));
+  if (!words.length) return String(key);
+  words[0] = words[0].charAt(0).toUpperCase() + words[0].slice(1);
+  return words.join(" ");
+}
+
+/** The label of field `key` of an object schema: its title, else the key humanised. */
+export function fieldLabel(schema, key) {
+  const title = schema?.properties?.[key]?.title;
+  return typeof title === "string" && title.trim() ? title : humanise(key);
+}
+
+/** `schema` with a title on every property that has none (the key humanised), at any depth: the form renderer
+ * labels fields and the console's messages name them by title. Titles do not change what validates. */
+export function withTitles(schema) {
+  if (!schema || typeof schema !== "object" || Array.isArray(schema)) return schema;
+  const copy = { ...schema };
+  if (schema.properties && typeof schema.properties === "object") {
+    copy.properties = Object.fromEntries(
+      Object.entries(schema.properties).map(([key, sub]) => {
+        const titled = withTitles(sub);
+        return [key, titled && typeof titled === "object" && !titled.title ? { ...titled, title: humanise(key) } : titled];
+      }),
+    );
+  }
+  if (schema.items && typeof schema.items === "object" && !Array.isArray(schema.items)) copy.items = withTitles(schema.items);
+  return copy;
+}
+
 /** The title of the field at a JSON Pointer ("/address/zip"), or the last segment when it has none. */
 export function titleOf(schema, pointer) {
   let node = schema;
   let title = "";
   for (const segment of String(pointer).split("/").slice(1)) {
+    const parent = node;
     node = node?.properties?.[segment] ?? node?.items;
-    title = node?.title || segment;
+    title = node?.title || (parent?.properties && segment in parent.properties ? humanise(segment) : segment);
   }
   return title || "The form";
 }

@@ -28,7 +28,8 @@ function aiEntry(message, ctx) {
   const calls = message.toolCalls || [];
   return el(
     "li",
-    { class: "msg ai", "data-testid": "ai-message" },
+    // A step that only called tools is a quiet line, as its results are; the answer is the model's text.
+    { class: text ? "msg ai" : "msg ai calls-only", "data-testid": "ai-message" },
     el("span", { class: "who" }, "Agent"),
     demo ? el("span", { class: "demo-badge", title: "Reply from the deterministic demo model, not an LLM" }, "demo model") : null,
     text ? richText(demo ? text.slice(DEMO_PREFIX.length).trimStart() : text) : null,
@@ -45,17 +46,49 @@ function aiEntry(message, ctx) {
 
 function toolEntry(message) {
   const status = message.content && typeof message.content === "object" ? message.content.status : null;
+  const name = message.toolName || null;
+  const byPerson = message.metadata?.writtenBy === "person";
+  // Named in the line itself, so the results of a batch can be told apart without opening each one.
+  const what = byPerson ? "Your answer in place of " : "Result of ";
   return el(
     "li",
-    { class: "msg tool", "data-testid": "tool-message" },
+    { class: "msg tool", "data-testid": "tool-message", dataset: { toolName: name || "" } },
     el(
       "details",
       {},
-      el("summary", {}, "Tool result", status ? ` (${String(status).toLowerCase()})` : null),
-      el("p", { class: "tool-name" }, el("code", {}, message.toolName || message.toolCallId)),
+      el(
+        "summary",
+        {},
+        name ? [what, el("code", { class: "tool-name" }, name)] : byPerson ? "Your answer in place of a tool" : "Tool result",
+        status ? ` (${String(status).toLowerCase()})` : null,
+      ),
       jsonBlock(message.content),
     ),
   );
+}
+
+/** The timeline with each run of tool results in the order of the calls that asked for them (the order of
+ * their cards), not in the order the tools finished. */
+export function inCallOrder(messages) {
+  const out = [];
+  let order = new Map(); // toolCallId -> position in the latest model message's calls
+  let run = [];
+  const flush = () => {
+    const rank = (m) => (order.has(m.toolCallId) ? order.get(m.toolCallId) : Number.MAX_SAFE_INTEGER);
+    run.map((m, i) => [m, i]).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).forEach(([m]) => out.push(m));
+    run = [];
+  };
+  for (const message of messages) {
+    if (message.type === "tool") {
+      run.push(message);
+      continue;
+    }
+    flush();
+    if (message.type === "ai" && message.toolCalls?.length) order = new Map(message.toolCalls.map((c, i) => [c.id, i]));
+    out.push(message);
+  }
+  flush();
+  return out;
 }
 
 function userEntry(text, extra = {}) {
@@ -125,25 +158,45 @@ export class Timeline {
     for (const current of this.entries.values()) current.card?.refreshPending?.();
   }
 
-  /** Shows `text` as sent at once; returns {fail()} to mark it as not sent. */
+  /** Shows `text` as sent at once; returns {fail(reason)} to mark it as not sent. */
   echo(text) {
+    // A refused message the person has not dismissed yet goes once they send again (its text was in the box).
+    this.root.querySelectorAll(".echo.failed").forEach((node) => node.remove());
     const node = userEntry(text, { class: "msg user echo", "data-testid": "user-echo", "aria-busy": "true" });
-    node.append(el("span", { class: "echo-state" }, "Sending…"));
+    const state = el("span", { class: "echo-state" }, "Sending…");
+    node.append(state);
     const echo = { text, node, seen: this.userCounts.get(text) || 0 };
     this.echoes.push(echo);
     this.root.append(node);
     return {
-      fail: () => {
+      fail: (reason) => {
         node.classList.add("failed");
         node.removeAttribute("aria-busy");
-        node.querySelector(".echo-state").textContent = "Not sent";
+        state.replaceChildren(
+          el("span", { role: "alert" }, reason ? `Not sent: ${reason}` : "Not sent."),
+          " ",
+          el("span", { class: "echo-hint" }, "Your text is back in the message box."),
+        );
+        node.append(
+          el(
+            "button",
+            { type: "button", class: "secondary small echo-dismiss", onclick: () => node.remove() },
+            "Dismiss",
+          ),
+        );
         this.echoes = this.echoes.filter((e) => e !== echo);
-        setTimeout(() => node.remove(), 4000);
       },
     };
   }
 
-  render(messages) {
+  /** The first card that waits for the person, if any. */
+  firstPending() {
+    for (const current of this.entries.values()) if (current.card && current.status === "PENDING") return current.node;
+    return null;
+  }
+
+  render(stored) {
+    const messages = inCallOrder(stored);
     const seen = new Set();
     const counts = new Map();
     messages.forEach((message, index) => {

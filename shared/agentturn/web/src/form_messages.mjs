@@ -15,7 +15,7 @@ const TYPE_NAMES = {
 // What each format expects, as agentturn/forms/wording.py (FORMAT_EXPECTED) words it.
 export const FORMAT_LABELS = {
   date: "a date such as 2024-05-31",
-  time: "a time with its offset such as 09:30:00Z",
+  time: "a time in the form HH:MM:SS with its offset, such as 09:30:00+01:00 or 09:30:00Z",
   "date-time": "a date and time such as 2024-05-31T09:30:00Z",
   duration: "a duration such as P3DT4H",
   uri: "a full web address such as https://example.com/page",
