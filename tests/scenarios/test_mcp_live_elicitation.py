@@ -6,6 +6,7 @@ revision 2025-11-25 (``initialize``, a session), with the runner and the worker 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from agentturn import FormMessage, MCPServer, ResumeCommand, TurnStatus, Worker
-from agentturn.mcp import legacy
+from agentturn.mcp import MCPConfigError, legacy
 from agentturn.mcp.listing import clear_cache
 from tests.scenarios.conftest import Backend, _memory_backend
 from tests.scenarios.test_mcp_tools import mcp_agent, tool_result
@@ -147,3 +148,16 @@ def test_a_replay_in_a_process_that_does_not_hold_the_call_tells_the_model_the_o
     assert "no longer holds" in result["message"]
     assert "unknown" in result["message"]
     assert json.dumps(result)  # plain JSON for the model
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [({"revision": "2024-11-05"}, "revision='2024-11-05'"), ({"revision": OLD, "live_wait": 0}, "live_wait=0")],
+)
+def test_a_revision_this_client_does_not_speak_or_an_unbounded_wait_is_refused_when_the_agent_is_built(
+    kwargs: dict[str, Any], named: str
+) -> None:
+    # GIVEN a server description with a revision agentturn does not speak, or a wait that holds nothing
+    # WHEN it is built THEN it is refused, naming the setting
+    with pytest.raises(MCPConfigError, match=re.escape(named)):
+        MCPServer("http://127.0.0.1:9/mcp", **kwargs)
