@@ -38,6 +38,8 @@ LIST_ONLY = frozenset({"json-schema-ref-no-deref", "request-metadata"})
 #: rounds of "a person answers, a worker continues" before the shim gives up
 MAX_ROUNDS = 20
 SERVER = "conf"
+#: seconds per request: the suite runs on loaded test machines, and the mock servers answer at once anyway
+TIMEOUT_S = 30.0
 
 
 def simplest(schema: dict[str, Any]) -> Any:
@@ -103,7 +105,7 @@ def main() -> int:
         id="conformance",
         instructions="Call the server's tools.",
         chat_model=model(scenario, context),
-        mcp_servers=[MCPServer(url, name=SERVER, approve="none")],
+        mcp_servers=[MCPServer(url, name=SERVER, approve="none", timeout=TIMEOUT_S)],
     )
     runner = Runner(store=InMemoryTurnStore(), chat_memory=InMemoryChatMemory(), agents=[agent])
     turn = runner.run(agent, "conformance", f"run scenario {scenario}")
