@@ -5,19 +5,61 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Final
 
 import pytest
 
 from agentturn.mcp.listing import clear_cache
 from tests.functional.harness import Deployment, http_event
 from tests.support import mcp_server
+from tests.support.cycle_cost import CapacityMeter, Tally
 from tests.support.mcp_server import RunningServer
 
 pytestmark = pytest.mark.integration
 
 THREE_DAYS = 3 * 24 * 3600.0
+#: List prices (us-east-1) of what an MCP elicitation cycle adds to DynamoDB and SQS (tests.support.cycle_cost):
+#: dollars per million API Gateway HTTP API requests (the start and the answer) and Lambda requests (run,
+#: submit, worker); Lambda duration is left out (it depends on the memory size and the model's latency).
+HTTP_API_REQUEST_PRICE: Final = 1.00
+LAMBDA_REQUEST_PRICE: Final = 0.20
+
+
+def _metered(deployment: Deployment, meter: CapacityMeter) -> Callable[[], None]:
+    """The meter on the clients the Lambdas use now (each client once); returns the undo."""
+    clients: dict[int, tuple[Any, str]] = {}
+    for services in (
+        deployment.submit_app.api.services,
+        deployment.run_app.api.services,
+        deployment.worker_app.services.get(),
+    ):
+        clients[id(services.store.client)] = (services.store.client, "dynamodb")  # type: ignore[attr-defined]
+        clients[id(services.queue.client)] = (services.queue.client, "sqs")  # type: ignore[attr-defined]
+    hooks = []
+    for client, service in clients.values():
+        if service == "dynamodb":
+            meter.attach_dynamodb(client)
+            hooks += [
+                (client, "before-parameter-build.dynamodb", meter._ask_for_capacity),
+                (client, "before-send.dynamodb", meter._sent),
+                (client, "after-call.dynamodb", meter._answered),
+            ]
+        else:
+            meter.attach_sqs(client)
+            hooks.append((client, "before-send.sqs", meter._sqs_sent))
+
+    def undo() -> None:
+        for client, event, handler in hooks:
+            client.meta.events.unregister(event, handler)
+
+    return undo
+
+
+def _dollars_per_million(start: Tally, answer: Tally) -> tuple[float, float]:
+    """(DynamoDB and SQS, with API Gateway and Lambda requests) per million cycles, at list prices."""
+    storage = start.dollars_per_million() + answer.dollars_per_million()
+    return storage, storage + 2 * HTTP_API_REQUEST_PRICE + 3 * LAMBDA_REQUEST_PRICE
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +101,13 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
         body={"input": "open a login ticket", "agentId": "mcp-agent"},
     )
     responses = []
-    start_requests = deployment.count_requests().during(lambda: responses.append(deployment.run(start_event)))
+    meter = CapacityMeter()
+    undo = _metered(deployment, meter)
+    try:
+        start_requests = deployment.count_requests().during(lambda: responses.append(deployment.run(start_event)))
+    finally:
+        undo()
+    start_tally = meter.reset()
     (started,) = responses
     assert started.status == 200, started.body
     waiting = started.json
@@ -100,7 +148,14 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
         assert response.status == 202, response.body
         assert deployment.deliver(deployment.receive()) == {"batchItemFailures": []}
 
-    requests = log.during(answer_and_work)
+    undo = _metered(deployment, meter)
+    try:
+        requests = log.during(answer_and_work)
+    finally:
+        undo()
+    answer_tally = meter.reset()
+    storage_dollars, with_requests = _dollars_per_million(start_tally, answer_tally)
+    assert start_tally.requests and answer_tally.requests and answer_tally.sqs_requests >= 1
 
     # THEN the server got the retry: a new id, the answer under its key, its requestState exactly as sent
     retry = desk.recorder.calls("create_ticket")[before + 1]
@@ -142,5 +197,10 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
             f"waiting turn: snapshot {snapshot_bytes} B of JSON ({round_bytes} B of it the MCP round's state, "
             f"requestState {len(sent_state)} B), stored body {stored_bytes} B; "
             f"answer → server's retry {1000 * (retry.received_at - answered_at):.0f} ms cold (new worker process), "
-            f"{1000 * (warm_retry.received_at - warm_at):.0f} ms warm"
+            f"{1000 * (warm_retry.received_at - warm_at):.0f} ms warm; "
+            f"cost at list prices: DynamoDB {start_tally.write_units + answer_tally.write_units:g} write / "
+            f"{start_tally.read_units + answer_tally.read_units:g} read units and "
+            f"{start_tally.sqs_requests + answer_tally.sqs_requests} SQS requests = ${storage_dollars:.2f} per million "
+            f"MCP elicitation cycles (${storage_dollars / 1e6:.8f} a cycle), ${with_requests:.2f} per million with "
+            "the 2 API Gateway and 3 Lambda requests (Lambda duration not included)"
         )

@@ -13,7 +13,9 @@ Flows: the tool-requested form (support ticket), the model-requested form (meeti
 approval (refund), expiry (a wait nobody answers) and a mixed batch (one model message whose four calls each
 need a person: two approvals, a form the model asks for, a form a tool asks for; every card answered), and the
 support ticket through AG-UI (the message and the resume as runs of ``POST /ag-ui/support-agent``, retried after
-a ``RUN_ERROR`` the way a careful client does: a reload first). For every seed:
+a ``RUN_ERROR`` the way a careful client does: a reload first). An MCP flow runs on seeds of its own (a FastMCP
+server's question through ``input_required``, answered, and the call retried with its kept ``requestState``),
+so that the seeds of the other flows keep their meaning. For every seed:
 
 * 0 lost: every answer the client got a 2xx for is applied; the turn ends as a fault-free run ends;
 * 0 unreadable: every turn loads, GET /turns/{id} and GET .../messages answer 200, the timeline converges;
@@ -21,7 +23,8 @@ a ``RUN_ERROR`` the way a careful client does: a reload first). For every seed:
 * 0 stuck: every turn ends terminal, or waiting with its card in the timeline for a person to answer.
 
 Seeds: ``AGENTTURN_FAULT_SEEDS`` (default 40, about a minute; 1000 for the long mode, seeds beyond the
-default marked ``slow``); one seed: ``AGENTTURN_FAULT_SEED=17``. Figures are printed at the end of the run.
+default marked ``slow``); one seed: ``AGENTTURN_FAULT_SEED=17``; the MCP flow: ``AGENTTURN_MCP_FAULT_SEEDS``
+(default 20; 200 for the long mode). Figures are printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import Any, Final, Literal
 import boto3
 import pytest
 
-from agentturn import Agent, ExecutionPolicy, TurnStatus
+from agentturn import Agent, ExecutionPolicy, MCPServer, ScriptedChatModel, TurnStatus
 from agentturn.api.ownership import conversation_key
 from agentturn.api.sweeper import sweep
 from agentturn.api.telemetry import NullTelemetry
@@ -47,6 +50,7 @@ from agentturn.aws.resume_queue import SqsResumeQueue
 from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import TicketLedger, demo_agents
 from agentturn.errors import StorageError
+from agentturn.mcp.calls import IDEMPOTENCY_META_KEY
 from agentturn.state.messages import ApprovalMessage, FormMessage, ToolMessage
 from agentturn.state.turn import Turn
 from agentturn.timeline.repair import reconcile
@@ -54,8 +58,11 @@ from tests.contract.aws_adapters import CLIENT_CONFIG, AwsSession, aws_session, 
 from tests.functional.harness import FakeLambdaContext, HttpResponse, http_event, sqs_event
 from tests.reliability.figures import FIGURES, record
 from tests.reliability.kit import VALID_TICKET, Stack, quiet_logs
+from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
+from tests.support import mcp_server
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator, boto3_session_kwargs
+from tests.support.mcp_server import RunningServer
 from tests.support.sdk_faults import FAULT_KINDS, SdkFaultInjector, SeededPlan, no_backoff
 
 pytestmark = pytest.mark.integration
@@ -63,6 +70,7 @@ pytestmark = pytest.mark.integration
 DEFAULT_SEEDS: Final = 40
 SEEDS: Final = int(os.environ.get("AGENTTURN_FAULT_SEEDS", str(DEFAULT_SEEDS)))
 ONLY: Final = os.environ.get("AGENTTURN_FAULT_SEED")
+MCP_SEEDS: Final = int(os.environ.get("AGENTTURN_MCP_FAULT_SEEDS", "20"))
 #: Client attempts per request (one answer, six tries: a plan fails at most three calls).
 CLIENT_TRIES: Final = 6
 ROUNDS: Final = 40
@@ -70,7 +78,7 @@ ROUNDS: Final = 40
 INPUT_TIMEOUT: Final = 300.0
 GROUP: Final = "sdk fault seeds"
 
-Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui"]
+Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui", "mcp"]
 FLOWS: Final[tuple[Flow, ...]] = (
     "form_tool",
     "form_model",
@@ -93,7 +101,10 @@ _INPUTS: Final[dict[Flow, tuple[str, str]]] = {
     "mixed": ("assistant", "do these at once please"),
     # The support ticket through AG-UI: the message and the resume are runs of POST /ag-ui/support-agent.
     "agui": ("support-agent", "create a high priority login incident ticket"),
+    # The desk server's ticket tool asks which system is affected (input_required); the retry completes it.
+    "mcp": ("mcp-agent", "open a ticket about the login"),
 }
+MCP_ANSWER: Final = {"system": "SSO", "urgent": True}
 #: RUN_ERROR codes a careful AG-UI client tries again after (the others are answers, not failures).
 AGUI_RETRYABLE: Final = frozenset({"agentturn:unavailable", "agentturn:internal", "agentturn:continuing"})
 SUB: Final = "8f5e1c2a-7d3b-4a6e-9c1f-2b7d4e6a8c10"
@@ -118,8 +129,19 @@ def _seed_params() -> list[Any]:
     ]
 
 
-def _agents(ledger: TicketLedger) -> list[Agent]:
-    agents = demo_agents(ledger)
+def _mcp_agent(url: str) -> Agent:
+    return Agent(
+        id="mcp-agent",
+        instructions="Use the desk server's tools.",
+        chat_model=ScriptedChatModel(
+            reply_after_tools(ai_calls(("call-1", "desk__create_ticket", {"title": "login"})), final_from_last_tool)
+        ),
+        mcp_servers=[MCPServer(url, name="desk", approve="none")],
+    )
+
+
+def _agents(ledger: TicketLedger, mcp_url: str | None = None) -> list[Agent]:
+    agents = demo_agents(ledger) + ([_mcp_agent(mcp_url)] if mcp_url is not None else [])
     support = next(a for a in agents if a.id == "support-agent")
     # The support agent once more, with a wait that expires (what the expiry flow starts).
     timing_out = Agent(
@@ -161,7 +183,9 @@ class Outcome:
 class World:
     """One seed: a fresh turns table and queue, the system's clients with the seed's faults in them."""
 
-    def __init__(self, emulators: Emulators, seed: int, flow: Flow, *, faults: bool = True) -> None:
+    def __init__(
+        self, emulators: Emulators, seed: int, flow: Flow, *, faults: bool = True, mcp_url: str | None = None
+    ) -> None:
         self.seed, self.flow = seed, flow
         self.clock = FakeClock()
         aws = emulators.aws
@@ -192,7 +216,7 @@ class World:
             self.clock,
             ledger=self.ledger,
             ports=(store, memory, SqsResumeQueue(self.queue_url, sqs)),
-            agents=_agents(self.ledger),
+            agents=_agents(self.ledger, mcp_url),
         )
         self.conversation = f"faults-{seed}-{uuid.uuid4().hex[:8]}"
         self.accepted: list[str] = []
@@ -336,7 +360,7 @@ class World:
         elif self.flow == "approval":
             event = http_event("http_approve.json", path=f"{base}/actions/{action}/approve", sub=SUB, headers=headers)
         else:
-            data = VALID_TICKET if self.flow == "form_tool" else MEETING
+            data = {"form_tool": VALID_TICKET, "mcp": MCP_ANSWER}.get(self.flow, MEETING)
             event = Stack.submit_event(turn.id, action, {"data": data}, key, sub=SUB)
         self._accepted(event, key, self.flow)
         self.acted = True
@@ -448,9 +472,9 @@ def _history(turn: Turn) -> list[tuple[str, str]]:
     ]
 
 
-def _reference(emulators: Emulators, flow: Flow, cache: dict[Flow, Outcome]) -> Outcome:
+def _reference(emulators: Emulators, flow: Flow, cache: dict[Flow, Outcome], mcp_url: str | None = None) -> Outcome:
     if flow not in cache:
-        world = World(emulators, -1, flow, faults=False)
+        world = World(emulators, -1, flow, faults=False, mcp_url=mcp_url)
         world.run()
         (turn,) = world.turns()
         assert turn.status.is_terminal, f"the fault-free {flow} flow ended {turn.status}"
@@ -580,3 +604,62 @@ def test_every_kind_of_fault_was_injected() -> None:
         pytest.skip("needs the full seed range in this session")
     fired = {name for (group, name) in FIGURES if group == "sdk faults by kind"}
     assert fired == set(FAULT_KINDS), f"never fired: {set(FAULT_KINDS) - fired}"
+
+
+# ---------------------------------------------------------------------------------------------- the MCP flow
+
+
+@pytest.fixture(scope="module")
+def desk() -> Iterator[RunningServer]:
+    running = mcp_server.start()
+    yield running
+    running.stop()
+
+
+def _mcp_seed_params() -> list[Any]:
+    return [
+        pytest.param(seed, id=f"mcp_seed_{seed}", marks=[pytest.mark.slow] if seed >= 20 else [])
+        for seed in range(MCP_SEEDS)
+    ]
+
+
+@pytest.mark.parametrize("seed", _mcp_seed_params())
+def test_sdk_faults_lose_double_and_strand_nothing_in_an_mcp_flow(
+    emulators: Emulators, desk: RunningServer, seed: int
+) -> None:
+    # GIVEN the MCP flow on DynamoDB Local + moto (a FastMCP server's question, answered days later in effect:
+    # the worker that asked is gone when the answer comes), random SDK calls of the system failing
+    reference = _reference(emulators, "mcp", _REFERENCES, mcp_url=desk.url)
+    world = World(emulators, seed, "mcp", mcp_url=desk.url)
+    # WHEN a client drives it, retrying 5xx, while SQS redelivers failures and the sweeper ticks when idle
+    world.run()
+    # THEN nothing is lost, unreadable, doubled or stuck, as for every flow
+    ran = [t.id for t in world.turns() if len(t.messages) > 1]
+    figures = _check(world, reference)  # it asserts that exactly one turn ran (then it starts the next one)
+    turn = world.checker.load(ran[0])
+    (result,) = [m for m in turn.messages if isinstance(m, ToolMessage)]
+    assert isinstance(result.content, dict), world.where
+    assert result.content["text"].startswith("created 'login' for SSO (urgent=True"), f"{world.where}: {result}"
+    # ... and every request the server saw for this call carried its one idempotency key, every retry the one
+    # requestState the snapshot kept (a call repeated after a lost write is recognisable by the server)
+    key = f"{turn.id}:call-1"
+    exchanges = [
+        e for e in desk.recorder.calls("create_ticket") if e.request["params"]["_meta"].get(IDEMPOTENCY_META_KEY) == key
+    ]
+    retries = [e.request["params"] for e in exchanges if "requestState" in e.request["params"]]
+    assert retries, world.where
+    asks = [e for e in exchanges if "requestState" not in e.request["params"]]
+    states = {r["requestState"] for r in retries}
+    assert len(states) == 1, f"{world.where}: retries carried {len(states)} different states"
+    # byte for byte one the server gave (FastMCP seals its state: only the server can read it)
+    assert states <= {json.loads(e.response)["result"].get("requestState") for e in asks}, world.where
+    completed = [e for e in exchanges if json.loads(e.response)["result"].get("resultType", "complete") == "complete"]
+    record(
+        GROUP,
+        mcp_seeds=1,
+        mcp_lost=0,
+        mcp_doubled=0,
+        mcp_stuck=0,
+        mcp_server_completions=len(completed),
+        **{f"mcp_{name}": value for name, value in figures.items()},
+    )

@@ -2,8 +2,9 @@
 
 Its tools: ``lookup`` (read-only, structured output), ``create_ticket`` (asks a form question through
 ``input_required`` and answers with what the person gave), ``boom`` (fails), ``ask_forever`` (asks again on
-every retry), ``nested_question`` (a question outside MCP's form subset), ``huge_state`` (a 100 KB
-``requestState``), ``never_answers`` (holds the request open), ``wrong_output`` (breaks its own outputSchema).
+every retry), ``nested_question`` (a question outside MCP's form subset), ``ask_live`` (asks during the call,
+``ctx.elicit``, for clients of older revisions), ``huge_state`` (a 100 KB ``requestState``), ``never_answers``
+(holds the request open), ``wrong_output`` (breaks its own outputSchema).
 Every JSON-RPC exchange on ``/mcp`` is recorded raw (what the server received and what it sent), so a test
 can assert on the bytes; ``/garbage`` answers something that is not JSON-RPC.
 """
@@ -22,7 +23,7 @@ from typing import Annotated, Any
 import mcp_types as mt
 import uvicorn
 from fastmcp import Context, FastMCP
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -73,6 +74,10 @@ class Recorder:
     def count(self, method: str) -> int:
         with self.lock:
             return sum(1 for e in self.exchanges if e.request.get("method") == method)
+
+
+class SystemAnswer(BaseModel):
+    system: str
 
 
 def _question(message: str, schema: dict[str, Any]) -> mt.ElicitRequest:
@@ -130,6 +135,14 @@ def build_app() -> FastMCP:
             )
             return mt.InputRequiredResult(input_requests={"city": city, "budget": budget}, request_state="trip")
         return f"city: {answers['city'].action}, budget: {answers['budget'].action}"
+
+    @app.tool
+    async def ask_live(title: str, ctx: Context) -> str:
+        """Asks during the call (``ctx.elicit``), as servers before 2026-07-28 do, and holds the call meanwhile."""
+        answer = await ctx.elicit("Which system is affected?", response_type=SystemAnswer)
+        if answer.action != "accept":
+            return f"not created: the person chose {answer.action}"
+        return f"created {title!r} for {answer.data.system}"
 
     @app.tool
     def boom() -> str:

@@ -55,6 +55,9 @@ def park_for_round(
     state.round_state = copy.deepcopy(signal.state)
     state.round_answers = None
     _, terms = wait_terms(turn, policy, now)
+    if signal.expires_in is not None:
+        own = now + signal.expires_in
+        terms["expires_at"] = own if terms["expires_at"] is None else min(terms["expires_at"], own)
     parked: list[Suspension] = []
     for position, request in enumerate(signal.requests):
         suspension = Suspension(

@@ -63,7 +63,9 @@ class InputRound:
 class InputRoundRequired(Exception):
     """Raised by a tool, before any side effect, to ask one or more questions and be replayed with the answers."""
 
-    def __init__(self, requests: Sequence[InputRequest], state: Mapping[str, Any]) -> None:
+    def __init__(
+        self, requests: Sequence[InputRequest], state: Mapping[str, Any], *, expires_in: float | None = None
+    ) -> None:
         if not requests:
             raise ValueError("an input round needs at least one request")
         keys = [request.key for request in requests]
@@ -76,3 +78,6 @@ class InputRoundRequired(Exception):
         super().__init__(f"input required: {', '.join(repr(key) for key in keys)}")
         self.requests = tuple(requests)
         self.state: dict[str, Any] = frozen
+        #: seconds the round's cards may wait at most (sooner than the agent's own input timeout): a question that
+        #: is only answerable for a while (an older MCP server holding its call open) expires with it, as ``cancel``
+        self.expires_in = expires_in

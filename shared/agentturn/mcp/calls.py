@@ -55,7 +55,7 @@ class MCPToolAdapter(Tool):
 INVALID_PARAMS = -32602
 
 
-class _ToolError(Exception):
+class ToolError(Exception):
     """Ends the call with a tool error the model reads."""
 
 
@@ -67,8 +67,12 @@ def error_result(message: str) -> dict[str, Any]:
 def call_tool(server: MCPServer, tool: MCPTool, arguments: dict[str, Any]) -> Any:
     context = ToolContext.current()
     try:
+        if server.live:
+            from agentturn.mcp.legacy import call_live  # servers before 2026-07-28 only
+
+            return call_live(server, tool, arguments, context)
         return _call(server, tool, arguments, context)
-    except (_ToolError, MCPError) as exc:
+    except (ToolError, MCPError) as exc:
         _log.info("MCP call %r of server %r ended as a tool error: %s", tool.name, server.name, exc)
         return error_result(str(exc))
 
@@ -77,7 +81,7 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
     round_ = context.input_round
     params: dict[str, Any] = {"name": tool.name, "arguments": arguments}
     if round_ is not None:
-        stored = _stored(server, tool, round_)
+        stored = stored_round(server, tool, round_)
         params["arguments"] = stored["arguments"]
         modes = stored.get("modes", {})
         params["inputResponses"] = {
@@ -121,13 +125,13 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
         # State and no question: the spec lets a client retry at once (a new id, the state, no responses).
         asked += 1
         if asked >= server.max_rounds:
-            raise _ToolError(f"MCP server {server.name!r} asked for input {asked} times; the call was given up")
+            raise ToolError(f"MCP server {server.name!r} asked for input {asked} times; the call was given up")
         params = {**{k: v for k, v in params.items() if k != "inputResponses"}, "requestState": state}
     if result_type == "input_required":
         raise _next_round(server, tool, params["arguments"], context, round_, result, asked)
     if result_type != "complete":
-        raise _ToolError(f"MCP server {server.name!r} answered an unknown resultType {result_type!r}")
-    return _complete(server, tool, result)
+        raise ToolError(f"MCP server {server.name!r} answered an unknown resultType {result_type!r}")
+    return complete(server, tool, result)
 
 
 def _param_headers(tool: MCPTool, arguments: dict[str, Any]) -> dict[str, str]:
@@ -144,10 +148,10 @@ def _param_headers(tool: MCPTool, arguments: dict[str, Any]) -> dict[str, str]:
     return headers
 
 
-def _stored(server: MCPServer, tool: MCPTool, round_: InputRound) -> dict[str, Any]:
+def stored_round(server: MCPServer, tool: MCPTool, round_: InputRound) -> dict[str, Any]:
     stored = round_.state.get("mcp")
     if not isinstance(stored, dict) or stored.get("server") != server.name or stored.get("tool") != tool.name:
-        raise _ToolError(f"the waiting input round does not belong to {server.name!r}/{tool.name!r}")
+        raise ToolError(f"the waiting input round does not belong to {server.name!r}/{tool.name!r}")
     return stored
 
 
@@ -161,15 +165,15 @@ def _next_round(
     asked: int,
 ) -> InputRoundRequired:
     if asked >= server.max_rounds:
-        raise _ToolError(
+        raise ToolError(
             f"MCP server {server.name!r} asked for input {asked + 1} times on {tool.name!r}; "
             f"the limit is {server.max_rounds}, so the call was given up"
         )
     state = result.get("requestState")
     if state is not None and not isinstance(state, str):
-        raise _ToolError(f"MCP server {server.name!r} sent a requestState that is not a string")
+        raise ToolError(f"MCP server {server.name!r} sent a requestState that is not a string")
     if state is not None and len(state.encode()) > server.max_request_state_bytes:
-        raise _ToolError(
+        raise ToolError(
             f"MCP server {server.name!r} sent a requestState of {len(state.encode())} bytes; "
             f"at most {server.max_request_state_bytes} are kept while a person answers"
         )
@@ -177,9 +181,9 @@ def _next_round(
     if requests is None or requests == {}:
         # Only state, no question: the spec lets a client retry at once; a retry that keeps asking nothing
         # ends at the round limit like any other.
-        raise _ToolError(f"MCP server {server.name!r} asked for input without any question")
+        raise ToolError(f"MCP server {server.name!r} asked for input without any question")
     if not isinstance(requests, dict):
-        raise _ToolError(f"MCP server {server.name!r} sent inputRequests that is not an object")
+        raise ToolError(f"MCP server {server.name!r} sent inputRequests that is not an object")
     cards: list[InputRequest] = []
     for key, request in requests.items():
         cards.append(_card(server, key, request, round_))
@@ -199,38 +203,38 @@ def _next_round(
     try:
         return InputRoundRequired(cards, {"mcp": stored})
     except ValueError as exc:  # arguments and state together too large to keep
-        raise _ToolError(f"MCP server {server.name!r} asked for input, but the call cannot wait: {exc}") from None
+        raise ToolError(f"MCP server {server.name!r} asked for input, but the call cannot wait: {exc}") from None
 
 
 def _card(server: MCPServer, key: str, request: Any, round_: InputRound | None) -> InputRequest:
     if not isinstance(request, dict) or not isinstance(request.get("params"), dict):
-        raise _ToolError(f"MCP server {server.name!r} sent input request {key!r} that is not a request object")
+        raise ToolError(f"MCP server {server.name!r} sent input request {key!r} that is not a request object")
     if request.get("method") != "elicitation/create":
         # Only elicitation was declared: anything else breaks the server's side of the protocol.
-        raise _ToolError(
+        raise ToolError(
             f"MCP server {server.name!r} asked {request.get('method')!r} for {key!r}; this client declared only "
             "elicitation"
         )
     params = request["params"]
     mode = params.get("mode", "form")
     if mode not in ("form", "url"):
-        raise _ToolError(f"MCP server {server.name!r} asked in mode {mode!r}, which this client did not declare")
+        raise ToolError(f"MCP server {server.name!r} asked in mode {mode!r}, which this client did not declare")
     previous = round_.answers.get(key) if round_ is not None else None
     try:
         if mode == "url":
             return url_request(server, key, params)
         return form_request(server, key, params, previous)
     except ElicitationRefused as exc:
-        raise _ToolError(f"MCP server {server.name!r} asked a question agentturn will not show: {exc}") from None
+        raise ToolError(f"MCP server {server.name!r} asked a question agentturn will not show: {exc}") from None
 
 
-def _complete(server: MCPServer, tool: MCPTool, result: dict[str, Any]) -> Any:
+def complete(server: MCPServer, tool: MCPTool, result: dict[str, Any]) -> Any:
     content = result.get("content", [])
     if not isinstance(content, list):
-        raise _ToolError(f"MCP server {server.name!r} answered content that is not a list")
+        raise ToolError(f"MCP server {server.name!r} answered content that is not a list")
     text = _text(content)
     if result.get("isError") is True:
-        raise _ToolError(f"MCP tool {tool.name!r} of server {server.name!r} failed: {text or 'no reason given'}")
+        raise ToolError(f"MCP tool {tool.name!r} of server {server.name!r} failed: {text or 'no reason given'}")
     answer: dict[str, Any] = {}
     if text:
         answer["text"] = text
@@ -239,7 +243,7 @@ def _complete(server: MCPServer, tool: MCPTool, result: dict[str, Any]) -> Any:
         _check_output(server, tool, structured)
         answer["structuredContent"] = structured
     elif tool.output_schema is not None:
-        raise _ToolError(f"MCP tool {tool.name!r} declares an outputSchema but returned no structuredContent")
+        raise ToolError(f"MCP tool {tool.name!r} declares an outputSchema but returned no structuredContent")
     return answer
 
 
@@ -261,7 +265,7 @@ def _check_output(server: MCPServer, tool: MCPTool, structured: Any) -> None:
     problems = validate_form_data(schema, structured)
     if problems:
         listed = "; ".join(f"{p['path'] or '/'}: {p['message']}" for p in problems[:5])
-        raise _ToolError(f"MCP tool {tool.name!r} returned structuredContent that breaks its outputSchema: {listed}")
+        raise ToolError(f"MCP tool {tool.name!r} returned structuredContent that breaks its outputSchema: {listed}")
 
 
 def _text(content: list[Any]) -> str:

@@ -99,7 +99,12 @@ def _fetch(server: MCPServer) -> list[MCPTool]:
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
-        result = send(server, "tools/list", params)
+        if server.live:
+            from agentturn.mcp import legacy  # servers before 2026-07-28 only
+
+            result = legacy.send(server, "tools/list", params)
+        else:
+            result = send(server, "tools/list", params)
         listed = result.get("tools")
         if not isinstance(listed, list):
             raise MCPTransportError(f"MCP server {server.name!r} listed no tools array")

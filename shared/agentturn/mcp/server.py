@@ -35,6 +35,10 @@ ApprovePredicate: TypeAlias = Callable[["MCPTool", dict[str, Any]], bool]
 #: ``headers=``: fixed headers, or a function called before each request (a token read from a secret store).
 HeaderSource: TypeAlias = Mapping[str, str] | Callable[[], Mapping[str, str]]
 
+#: the revision whose questions are durable (``input_required``, multi round-trip requests)
+CURRENT_REVISION = "2026-07-28"
+#: every revision this client speaks: the current one, and the older ones with ``initialize`` and sessions
+REVISIONS = (CURRENT_REVISION, "2025-11-25", "2025-06-18")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,24}$")
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
@@ -78,6 +82,12 @@ class MCPServer:
     max_response_bytes: int
     #: seconds a process keeps the server's tool list
     list_ttl: float
+    #: the protocol revision spoken: 2026-07-28 (stateless; questions are durable ``input_required`` rounds) or
+    #: an older one (``initialize`` and a session; a question is a live ``elicitation/create`` during the call)
+    revision: str
+    #: older revisions only: seconds a call is held open while its live question waits on a card; past it the
+    #: server is answered ``cancel`` and the model is told
+    live_wait: float
 
     def __init__(
         self,
@@ -91,6 +101,8 @@ class MCPServer:
         max_request_state_bytes: int = 64 * 1024,
         max_response_bytes: int = 4 * 1024 * 1024,
         list_ttl: float = 300.0,
+        revision: str = CURRENT_REVISION,
+        live_wait: float = 120.0,
     ) -> None:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -117,6 +129,10 @@ class MCPServer:
             raise MCPConfigError(f"max_rounds={max_rounds!r} must be in [1, 100]")
         if not 1 <= max_request_state_bytes <= 256 * 1024:
             raise MCPConfigError("max_request_state_bytes must be in [1, 262144]: it is stored in the snapshot")
+        if revision not in REVISIONS:
+            raise MCPConfigError(f"revision={revision!r}: use one of {', '.join(map(repr, REVISIONS))}")
+        if not 0 < live_wait <= 900:
+            raise MCPConfigError(f"live_wait={live_wait!r}: give seconds in (0, 900]: a held call ties up a worker")
         for field_name, value in (
             ("url", url),
             ("name", chosen),
@@ -127,8 +143,15 @@ class MCPServer:
             ("max_request_state_bytes", max_request_state_bytes),
             ("max_response_bytes", max_response_bytes),
             ("list_ttl", float(list_ttl)),
+            ("revision", revision),
+            ("live_wait", float(live_wait)),
         ):
             object.__setattr__(self, field_name, value)
+
+    @property
+    def live(self) -> bool:
+        """True for a server of an older revision: its questions come live, during a held call."""
+        return self.revision != CURRENT_REVISION
 
     def resolve_headers(self) -> dict[str, str]:
         source = self.headers

@@ -37,9 +37,15 @@ class MCPTransportError(MCPError):
 class MCPRemoteError(MCPError):
     """The server answered with a JSON-RPC error."""
 
-    def __init__(self, server: str, code: Any, message: Any) -> None:
+    def __init__(self, server: str, code: Any, message: Any, data: Any = None) -> None:
         super().__init__(f"MCP server {server!r} answered error {code!r}: {str(message)[:500]}")
         self.code = code
+        self.data = data
+
+
+#: JSON-RPC error of a server that does not accept the request's protocol version (its ``data.supported`` lists
+#: the versions it does)
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 def header_value(value: str) -> str:
@@ -104,8 +110,19 @@ def send(
         headers["Mcp-Name"] = header_value(name)
     for header, value in (extra_headers or {}).items():
         headers[header] = header_value(value)
-    deadline = _Deadline(server.timeout)
     try:
+        # The caller's own deadline when it has one (one call with its state-only retries shares one budget).
+        deadline = _Deadline(server.timeout if timeout is None else timeout)
+        try:
+            return _exchange(server, body, headers, request_id, deadline)
+        except MCPRemoteError as refused:
+            if not _version_listed(refused):
+                raise
+        # The server refused this version while listing it as supported (a fleet mid-deploy, an instance that
+        # answered for another): negotiation picks the one version both speak, so the request is sent once more,
+        # with a new id. A server that does not list it gets the refusal as is: this client speaks no other.
+        request_id = uuid.uuid4().hex
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": body_params}).encode()
         return _exchange(server, body, headers, request_id, deadline)
     except TimeoutError:
         raise MCPTransportError(
@@ -113,6 +130,13 @@ def send(
         ) from None
     except (OSError, http.client.HTTPException) as exc:
         raise MCPTransportError(f"MCP server {server.name!r} is unreachable: {type(exc).__name__}: {exc}") from None
+
+
+def _version_listed(refused: MCPRemoteError) -> bool:
+    if refused.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(refused.data, dict):
+        return False
+    supported = refused.data.get("supported")
+    return isinstance(supported, list) and PROTOCOL_VERSION in supported
 
 
 def _connection(server: MCPServer, timeout: float) -> tuple[http.client.HTTPConnection, str]:
@@ -216,7 +240,7 @@ def _result(server: MCPServer, message: Any, request_id: str) -> dict[str, Any]:
     error = message.get("error")
     if error is not None:
         if isinstance(error, dict):
-            raise MCPRemoteError(server.name, error.get("code"), error.get("message"))
+            raise MCPRemoteError(server.name, error.get("code"), error.get("message"), error.get("data"))
         raise MCPRemoteError(server.name, None, error)
     if message.get("id") != request_id:
         raise MCPTransportError(f"MCP server {server.name!r} answered another request id")
