@@ -220,6 +220,23 @@ class UnknownAgentError(AgentTurnError):
         self.version = version
 
 
+class AgentChangedError(UnknownAgentError):
+    """The version a turn was started with is gone, and the version that declares it continues it
+    (``Agent(continues=...)``) cannot: ``problems`` says why (a tool the turn waits on is gone, a form's frozen
+    schema is no longer the one offered)."""
+
+    def __init__(self, agent_id: str, version: str, successor: str, problems: list[str]) -> None:
+        AgentTurnError.__init__(
+            self,
+            f"agent {agent_id!r} version {successor!r} cannot continue a turn of version {version!r}: "
+            + "; ".join(problems),
+        )
+        self.agent_id = agent_id
+        self.version = version
+        self.successor = successor
+        self.problems = problems
+
+
 class ToolProtocolError(AgentTurnError):
     """A tool broke the form protocol (e.g. raised FormRequired again after data was submitted)."""
 
