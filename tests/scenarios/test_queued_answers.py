@@ -23,6 +23,8 @@ from agentturn import (
     Turn,
     TurnStatus,
 )
+from agentturn.engine.queued_answers import take_queued
+from agentturn.state.turn import QueuedAnswer
 from tests.scenarios.conftest import Backend
 
 CALLS = ("r1", "r2", "r3")
@@ -102,3 +104,23 @@ def test_a_cancel_drops_a_kept_answer_and_its_card_shows_cancelled(backend: Back
     assert ran == []
     assert backend.store.load(waiting.id).queued_answers == []
     assert _cards(backend) == {"r1": "APPROVED", "r2": "CANCELLED", "r3": "CANCELLED"}
+
+
+def test_a_second_round_of_a_save_takes_only_the_answers_queued_since_the_first(backend: Backend) -> None:
+    # GIVEN a turn waiting on three refunds, and the answers the store holds beside it: one, then two
+    agent = _agent([])
+    waiting = backend.runner([agent]).run(agent, "c", "refund all")
+    first = QueuedAnswer(command=ResumeCommand.approve_tool("r2"), accepted_at=backend.clock(), nonce="n-1")
+    second = QueuedAnswer(command=ResumeCommand.approve_tool("r3"), accepted_at=backend.clock(), nonce="n-2")
+
+    # WHEN a save takes the first, is refused again for the second, and takes what it was told of
+    once = take_queued(waiting, [first])
+    twice = take_queued(once, [first, second])
+
+    # THEN each answer was applied once: the first card moved one version (not again), the second too
+    versions = {c.action_id: (c.status.value, c.version) for c in twice.cards}
+    pending = {c.action_id: c.version for c in waiting.cards}
+    assert versions["r2"] == ("APPROVED", pending["r2"] + 1)
+    assert versions["r3"] == ("APPROVED", pending["r3"] + 1)
+    assert twice.answers_taken == 2
+    assert [s.correlation_id for s in twice.suspensions] == ["r1"]

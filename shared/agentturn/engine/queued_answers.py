@@ -88,7 +88,8 @@ def queued_replay(turn: Turn, command: ResumeCommand) -> QueuedAnswer | None:
 
 
 def take_queued(turn: Turn, answers: list[QueuedAnswer]) -> Turn:
-    """A copy of ``turn`` (about to be saved waiting, or ended) that took ``answers``, oldest first.
+    """A copy of ``turn`` (about to be saved waiting, or ended) that took ``answers`` (every answer the store
+    holds beside it, oldest first; the first ``turn.answers_taken`` of them it took already).
 
     A turn that goes on applies each (as of when it was accepted); an ended turn, or one its rules refuse now
     (a cancel requested meanwhile), drops it with a log line, and the card its submit showed SUBMITTED moves one
@@ -98,7 +99,8 @@ def take_queued(turn: Turn, answers: list[QueuedAnswer]) -> Turn:
     recorded = turn.projection == full_mark(turn)
     current = turn
     refused: set[str | None] = set()
-    for answer in answers:
+    # ``answers`` is all the store holds: those an earlier round of this save took are applied already.
+    for answer in answers[turn.answers_taken :]:
         if current.status.is_terminal:
             refused.add(answer.command.action_id)
             continue
