@@ -297,5 +297,6 @@ def test_two_answers_in_close_succession_are_each_applied_once(
     record(f"each answers ({backend})", rounds=rounds, kept=_queued(each_stack), refused=len(refused), lost=lost)
     record(f"each answers ({backend})", doubled=doubled)
     assert (refused, lost, doubled) == ([], 0, 0)
-    # AND answers did come while the turn ran (kept beside it), in most rounds
-    assert _queued(each_stack) >= rounds
+    # AND answers did come while the turn ran (kept beside it): how often depends on the scheduler, that it
+    # happened does not (the first answer leaves the turn running until a worker takes it)
+    assert _queued(each_stack) > 0
