@@ -92,6 +92,19 @@ class LeaseLostError(VersionConflictError):
         self.lease_id = lease_id
 
 
+class AnswersQueuedError(VersionConflictError):
+    """A save that would leave a turn waiting (or ended) found answers queued beside it that it had not taken:
+    ``answers`` (the store's :class:`~agentturn.state.turn.QueuedAnswer` list, oldest first). Nothing was
+    written; the writer applies them and saves again (:mod:`agentturn.engine.queued_answers`)."""
+
+    def __init__(self, turn_id: str, answers: list[Any]) -> None:
+        AgentTurnError.__init__(self, f"turn {turn_id!r}: {len(answers)} answer(s) queued beside it")
+        self.turn_id = turn_id
+        self.expected_version = None
+        self.actual_version = None
+        self.answers = answers
+
+
 class HandoffLostError(VersionConflictError):
     """A run started from the snapshot its resume message carried found the turn held by another worker, or moved
     on since that snapshot (a duplicate delivery): nothing it computed was kept (:mod:`agentturn.engine.handoff`)."""
@@ -205,6 +218,23 @@ class UnknownAgentError(AgentTurnError):
         super().__init__(f"{what} is not registered")
         self.agent_id = agent_id
         self.version = version
+
+
+class AgentChangedError(UnknownAgentError):
+    """The version a turn was started with is gone, and the version that declares it continues it
+    (``Agent(continues=...)``) cannot: ``problems`` says why (a tool the turn waits on is gone, a form's frozen
+    schema is no longer the one offered)."""
+
+    def __init__(self, agent_id: str, version: str, successor: str, problems: list[str]) -> None:
+        AgentTurnError.__init__(
+            self,
+            f"agent {agent_id!r} version {successor!r} cannot continue a turn of version {version!r}: "
+            + "; ".join(problems),
+        )
+        self.agent_id = agent_id
+        self.version = version
+        self.successor = successor
+        self.problems = problems
 
 
 class ToolProtocolError(AgentTurnError):

@@ -60,3 +60,77 @@ def mcp_agents() -> list[Agent]:
 
     server = MCPServer(os.environ["AGENTTURN_TEST_MCP_URL"], name="desk", approve="none")
     return [Agent(id="mcp-agent", instructions="", chat_model=ScriptedChatModel(model), mcp_servers=[server])]
+
+
+# ------------------------------------------------------------------ deploys between a question and its answer
+
+#: What the refund desk asks for before it refunds: the form a turn of version 1 waits on.
+REFUND_FORM_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {"orderId": {"type": "string", "minLength": 1}},
+    "required": ["orderId"],
+}
+
+
+def _refund_desk(version: str, *, continues: list[str], schema: dict[str, object], with_refund: bool = True) -> Agent:
+    """An agent whose model asks for the refund form, then calls ``issue_refund`` (approval required), then
+    answers; ``version`` says which deploy it is in its final answer."""
+    from typing import Any
+
+    from agentturn import (
+        AiMessage,
+        ChatRequest,
+        FormDefinition,
+        ScriptedChatModel,
+        Tool,
+        ToolApprovalDecision,
+        ToolCall,
+        ToolMessage,
+        UserInputTool,
+    )
+
+    def model(request: ChatRequest) -> AiMessage:
+        last = request.messages[-1]
+        if not isinstance(last, ToolMessage):
+            return AiMessage(
+                tool_calls=[ToolCall(id="ask", name="request_user_input", arguments={"formKey": "refund"})]
+            )
+        if last.tool_name == "request_user_input":
+            return AiMessage(tool_calls=[ToolCall(id="pay", name="issue_refund", arguments={"orderId": "O-1"})])
+        return AiMessage(content=f"refunded by version {version}")
+
+    def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"refunded": arguments["orderId"]}
+
+    tools: list[Tool] = [UserInputTool(forms=[FormDefinition("refund", "Which order to refund", schema)])]
+    if with_refund:
+        tools.append(Tool("issue_refund", "Refund an order", issue_refund))
+    return Agent(
+        id="refund-desk",
+        instructions="",
+        chat_model=ScriptedChatModel(model),
+        tools=tools,
+        version=version,
+        approval_policy=lambda turn, call, tool: ToolApprovalDecision.require_approval("refund?"),
+        continues=continues,
+    )
+
+
+def refund_desk_v1() -> list[Agent]:
+    return [_refund_desk("1", continues=[], schema=REFUND_FORM_SCHEMA)]
+
+
+def refund_desk_v2() -> list[Agent]:
+    """The next deploy: version 2 only, continuing the turns version 1 left waiting."""
+    return [_refund_desk("2", continues=["1"], schema=REFUND_FORM_SCHEMA)]
+
+
+def refund_desk_v2_other_form() -> list[Agent]:
+    """A next deploy whose refund form asks for something else than the form people were shown."""
+    changed = {**REFUND_FORM_SCHEMA, "required": ["orderId", "reason"]}
+    return [_refund_desk("2", continues=["1"], schema=changed)]
+
+
+def refund_desk_v2_without_refunds() -> list[Agent]:
+    """A next deploy that continues version 1 but no longer has the tool its turns wait to run."""
+    return [_refund_desk("2", continues=["1"], schema=REFUND_FORM_SCHEMA, with_refund=False)]

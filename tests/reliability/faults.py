@@ -22,7 +22,7 @@ from agentturn.errors import StorageUnavailableError
 from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
 from agentturn.ports.queue import ResumeQueue
 from agentturn.ports.store import Lease, RunnableTurn, TurnStore
-from agentturn.state.turn import Turn
+from agentturn.state.turn import QueuedAnswer, Turn
 from tests.support.clock import FakeClock
 
 
@@ -96,6 +96,9 @@ class FaultyStore:
 
     def request_cancel(self, turn_id: str) -> None:
         self.plan.call("store.request_cancel", lambda: self.inner.request_cancel(turn_id))
+
+    def queue_answer(self, turn_id: str, answer: QueuedAnswer) -> None:
+        self.plan.call("store.queue_answer", lambda: self.inner.queue_answer(turn_id, answer))
 
     def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
         return self.inner.find_runnable(idle_seconds=idle_seconds, limit=limit)

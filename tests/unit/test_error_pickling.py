@@ -35,6 +35,8 @@ EXAMPLES: list[BaseException] = [
     errors.FormValidationError([{"path": "/amount", "message": "must be a number"}]),
     errors.ConversationBusyError("c-1", "t-2"),
     errors.UnknownAgentError("support", "3"),
+    errors.AgentChangedError("support", "1", "2", ["tool 'refund' is gone"]),
+    errors.AnswersQueuedError("t-1", ["an answer"]),
     errors.ToolProtocolError("raised FormRequired again", tool="refund", action_id="a-1"),
     errors.IdempotencyConflictError("t-1", "req-1"),
     errors.ModelError(

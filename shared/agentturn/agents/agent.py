@@ -101,6 +101,7 @@ class Agent:
         approval_policy: ApprovalPolicy | None = None,
         policy: ExecutionPolicy | None = None,
         mcp_servers: Iterable[MCPServer] = (),
+        continues: Iterable[str] | Callable[[str], bool] = (),
     ) -> None:
         if not id or not isinstance(id, str):
             raise ValueError("agent id must be a non-empty string")
@@ -108,6 +109,11 @@ class Agent:
         self.instructions = instructions
         self.chat_model = chat_model
         self.version = str(version)
+        # Which earlier versions' waiting turns this one takes over after a deploy (checked when each resumes:
+        # agentturn.agents.continuation); a function of the earlier version, or the versions themselves.
+        self._continues: Callable[[str], bool] | frozenset[str] = (
+            continues if callable(continues) else frozenset(str(v) for v in _versions(continues))
+        )
         self.approval_policy = approval_policy
         self.policy = policy or ExecutionPolicy()
         self._own_tools: dict[str, Tool] = {}
@@ -145,5 +151,20 @@ class Agent:
     def tool_specs(self) -> list[ToolSpec]:
         return [ToolSpec(t.name, t.description, t.parameters) for t in self.tools.values()]
 
+    def continues(self, version: str) -> bool:
+        """Whether this agent takes over turns that its ``version`` (an earlier one, of the same id) started."""
+        if version == self.version:
+            return False
+        if isinstance(self._continues, frozenset):
+            return version in self._continues
+        return bool(self._continues(version))
+
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, version={self.version!r})"
+
+
+def _versions(continues: Iterable[str]) -> list[str]:
+    """The versions ``continues`` lists; a lone string is refused (it would read as its characters)."""
+    if isinstance(continues, str):
+        raise TypeError(f"continues takes a list of versions or a function, not the string {continues!r}")
+    return list(continues)

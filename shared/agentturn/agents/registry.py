@@ -1,11 +1,13 @@
-"""Which agent continues a turn: the exact id and version that started it, never another."""
+"""Which agent continues a turn: the exact id and version that started it, or a later version of that id that
+declares it continues it (``Agent(continues=...)``) and still has what the turn waits on; never another."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
 from agentturn.agents.agent import Agent
-from agentturn.errors import UnknownAgentError
+from agentturn.agents.continuation import continuation_problems
+from agentturn.errors import AgentChangedError, UnknownAgentError
 from agentturn.state.turn import Turn
 
 AgentResolver = Callable[[str, str], Agent]
@@ -28,11 +30,34 @@ class AgentRegistry:
         self._agents[(agent.id, agent.version)] = agent
 
     def agent_for(self, turn: Turn) -> Agent:
-        """The exact agent version that started the turn; never a silent fallback to another version."""
+        """The exact agent version that started the turn, or the one that declares it continues that version;
+        never a silent fallback to another version.
+
+        A continuing version that lacks what the turn waits on raises :class:`AgentChangedError` (saying why),
+        which ends the turn at once instead of waiting for a version that is gone.
+        """
         agent = self._agents.get((turn.agent_id, turn.agent_version))
+        if agent is None:
+            agent = self._successor(turn)
         if agent is None and self._resolver is not None:
-            agent = self._resolver(turn.agent_id, turn.agent_version)
-        # A resolver may answer with whatever it has: only the very id and version may continue the turn.
-        if agent is None or agent.id != turn.agent_id or agent.version != turn.agent_version:
+            try:
+                agent = self._resolver(turn.agent_id, turn.agent_version)
+            except UnknownAgentError:
+                agent = None
+        # A resolver may answer with whatever it has: only the very id and version may continue the turn, or a
+        # version of that id that says it continues it.
+        if agent is None or agent.id != turn.agent_id:
             raise UnknownAgentError(turn.agent_id, turn.agent_version)
+        if agent.version == turn.agent_version:
+            return agent
+        if not agent.continues(turn.agent_version):
+            raise UnknownAgentError(turn.agent_id, turn.agent_version)
+        problems = continuation_problems(agent, turn)
+        if problems:
+            raise AgentChangedError(turn.agent_id, turn.agent_version, agent.version, problems)
         return agent
+
+    def _successor(self, turn: Turn) -> Agent | None:
+        """The last registered version of the turn's agent that continues the turn's version."""
+        found = [a for (agent_id, _), a in self._agents.items() if agent_id == turn.agent_id]
+        return next((a for a in reversed(found) if a.continues(turn.agent_version)), None)

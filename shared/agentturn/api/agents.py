@@ -108,8 +108,14 @@ class AgentCatalog:
         return agent
 
     def resolve(self, agent_id: str, version: str) -> Agent:
-        """The exact version a stored turn was started with (the Runner's resolver); never another one."""
-        agent = self._load().get((agent_id, version))
+        """The exact version a stored turn was started with (the Runner's resolver), or else the last listed
+        version of that id that declares it continues it (``Agent(continues=...)``: the runner then checks that
+        it still has what the turn waits on); never another one."""
+        by_version = self._load()
+        agent = by_version.get((agent_id, version))
+        if agent is None:
+            same_id = [a for (listed_id, _), a in by_version.items() if listed_id == agent_id]
+            agent = next((a for a in reversed(same_id) if a.continues(version)), None)
         if agent is None:
             raise UnknownAgentError(agent_id, version)
         return agent

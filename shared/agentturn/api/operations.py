@@ -216,7 +216,9 @@ class Operations:
             # Also on a replay: if the first attempt died between its write and its send, the retry is what
             # hands the turn on. A replay's message carries no snapshot: its worker claims, so a flood of
             # retries costs refused claims, never a model call each.
-            self._hand_on_answered(turn, with_snapshot=not answer.replayed)
+            # A queued answer (resume_after="each") is applied by the run that holds the turn: its message is a
+            # wake-up only, for a turn whose run was lost.
+            self._hand_on_answered(turn, with_snapshot=not answer.replayed and not answer.queued)
         return ActionAccepted(
             turn_id=turn.id, action_id=accepted.action_id, version=accepted.version, accepted_at=accepted.accepted_at
         )

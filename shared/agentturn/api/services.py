@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agentturn.ports.memory import ChatMemoryProvider
     from agentturn.ports.queue import ResumeQueue
     from agentturn.ports.store import Lease, RunnableTurn, TurnStore
-    from agentturn.state.turn import Turn
+    from agentturn.state.turn import QueuedAnswer, Turn
 
 
 class OwnerScopedStore:
@@ -85,6 +85,10 @@ class OwnerScopedStore:
     def request_cancel(self, turn_id: str) -> None:
         self._require(turn_id)
         self.inner.request_cancel(turn_id)
+
+    def queue_answer(self, turn_id: str, answer: QueuedAnswer) -> None:
+        self._require(turn_id)
+        self.inner.queue_answer(turn_id, answer)
 
     def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
         raise TypeError("find_runnable is the sweeper's, never a caller's")

@@ -23,6 +23,9 @@ The item of a turn::
     unreadableAttempts N, notBefore N   only on a turn whose body cannot be read: attempts counted so far and
                           when the next is due (``mark_unreadable``; the body itself is never rewritten)
     errorType, errorMessage S           only on a turn ended FAILED because its body cannot be read
+    queuedAnswers L, queuedActions SS   only while answers wait beside a running turn (``queue_answer``: each a
+                          QueuedAnswer written with the serializer, and the action ids they answer); a save
+                          that leaves the turn waiting or ended takes them all or fails (``AnswersQueuedError``)
 
 Semantics are those of :class:`agentturn.ports.store.InMemoryTurnStore`, which is the reference; the contract
 suite in ``tests/contract`` runs the same tests against both. Each operation is one DynamoDB request
@@ -76,6 +79,7 @@ from agentturn.aws.body_codec import BODY, BODY_REF, CORRUPT_BODY, BlobStore, Bo
 from agentturn.aws.translate import translates_errors
 from agentturn.engine.clock import Clock
 from agentturn.errors import (
+    AnswersQueuedError,
     BodyMissingError,
     LeaseLostError,
     SnapshotUnreadableError,
@@ -95,7 +99,7 @@ from agentturn.ports.store import (
     new_lease_id,
     wait_deadline,
 )
-from agentturn.state.turn import Turn, TurnStatus
+from agentturn.state.turn import QueuedAnswer, Turn, TurnStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -123,6 +127,8 @@ _UNREADABLE_ATTEMPTS: Final = "unreadableAttempts"
 _NOT_BEFORE: Final = "notBefore"
 _ERROR_TYPE: Final = "errorType"
 _ERROR_MESSAGE: Final = "errorMessage"
+_QUEUED: Final = "queuedAnswers"
+_QUEUED_ACTIONS: Final = "queuedActions"
 
 # Every attribute an expression names goes through a placeholder: "status" is a reserved word, and one
 # table of placeholders keeps the expressions readable.
@@ -147,6 +153,8 @@ _NAMES: Final = {
     "#nb": _NOT_BEFORE,
     "#et": _ERROR_TYPE,
     "#em": _ERROR_MESSAGE,
+    "#qa": _QUEUED,
+    "#qk": _QUEUED_ACTIONS,
 }
 _RUNNABLE_VALUES: Final = {":ready": {"S": TurnStatus.READY.value}, ":running": {"S": TurnStatus.RUNNING.value}}
 #: Statuses a turn can still leave: the ones an unreadable turn may be counted (and ended) in.
@@ -154,6 +162,7 @@ _OPEN_VALUES: Final = {f":open{i}": {"S": s.value} for i, s in enumerate(TurnSta
 #: What a body that does not decode raises (transport errors are none of these: they are retried as such).
 _UNDECODABLE: Final = (*CORRUPT_BODY, ValidationError, ValueError)
 _TURN: Final[TypeAdapter[Turn]] = TypeAdapter(Turn)
+_QUEUED_ANSWER: Final[TypeAdapter[QueuedAnswer]] = TypeAdapter(QueuedAnswer)
 #: A body pointer that no longer resolves is re-read this many times (a concurrent save replaced it).
 _LOAD_ATTEMPTS: Final = 3
 #: BatchGetItem takes at most 100 keys; unprocessed keys (throttling) are asked for again this many times.
@@ -302,7 +311,9 @@ class DynamoDBTurnStore:
             raise self._unreadable(item, "the item has neither a body nor a body reference")
         try:
             text = self.codec.decode(item, what=f"turn item {as_str(item.get(_TURN_ID))!r}")
-            return self._decode(text, as_int(item.get(_VERSION)), bool(item.get(_CANCEL, {}).get("BOOL", False)))
+            turn = self._decode(text, as_int(item.get(_VERSION)), bool(item.get(_CANCEL, {}).get("BOOL", False)))
+            turn.queued_answers = self._queued(item)
+            return turn
         except _UNDECODABLE as exc:
             first_line = next(iter(str(exc).splitlines()), "")
             raise self._unreadable(item, f"{type(exc).__name__}: {first_line}") from exc
@@ -311,6 +322,10 @@ class DynamoDBTurnStore:
                 # A spilled body and no bucket to read it from: a misconfiguration, not a race.
                 raise
             return None
+
+    def _queued(self, item: Item) -> list[QueuedAnswer]:
+        """The answers queued beside the turn ``item`` holds, oldest first."""
+        return [self.serializer.loads(raw["S"], _QUEUED_ANSWER) for raw in item.get(_QUEUED, {}).get("L", [])]
 
     @staticmethod
     def _unreadable(item: Item, detail: str) -> SnapshotUnreadableError:
@@ -396,16 +411,22 @@ class DynamoDBTurnStore:
         write_id = new_write_id()
         body = self._encode_body(stored, write_id)
         cancel = stored.cancel_requested
+        # Queued answers: checked (and taken) only by a save that leaves the turn waiting or ended, or took some.
+        taken = turn.answers_taken if turn.answers_taken or not turn.status.is_runnable else None
         # A failed save leaves the object it wrote (if any) in place: see the module's note on lost answers.
         try:
-            outcome = self._update_snapshot(stored, body, expected_version, lease_id, now, write_id, cancel=cancel)
+            outcome = self._update_snapshot(
+                stored, body, expected_version, lease_id, now, write_id, cancel=cancel, taken=taken
+            )
         except _CancelRequestedMeanwhile:
             # The only thing that failed is "cancel not requested": write again carrying the flag. This is
             # the one case a save costs two requests, and it happens once, on a turn about to be cancelled.
             cancel = True
             # Carrying the flag changes what the indexes hold (a blocked turn with it is due for the sweeper).
             stored = stored.model_copy(update={"cancel_requested": True})
-            outcome = self._update_snapshot(stored, body, expected_version, lease_id, now, write_id, cancel=cancel)
+            outcome = self._update_snapshot(
+                stored, body, expected_version, lease_id, now, write_id, cancel=cancel, taken=taken
+            )
         if isinstance(outcome, _Landed):
             # Our write is what the item holds; a cancel requested since then is on it too.
             if outcome.cancel_requested and not cancel:
@@ -428,6 +449,7 @@ class DynamoDBTurnStore:
         write_id: str,
         *,
         cancel: bool,
+        taken: int | None = None,
     ) -> Item | _Landed:
         """One conditional UpdateItem writing ``stored``: the attributes it replaced, or :class:`_Landed` when
         an SDK retry found the item already holding this write; raises the core's error for a failed condition."""
@@ -469,6 +491,13 @@ class DynamoDBTurnStore:
             # back through ReturnValues is not portable: moto omits attributes an update left unchanged.)
             condition += " AND (attribute_not_exists(#cx) OR #cx = :false)"
             values[":false"] = {"BOOL": False}
+        if taken == 0:
+            condition += " AND attribute_not_exists(#qa)"
+        elif taken is not None:
+            # Exactly the answers this turn applied: one queued since then fails the write (and is applied next).
+            condition += " AND size(#qa) = :taken"
+            values[":taken"] = {"N": str(taken)}
+            removes += ["#qa", "#qk"]
         update = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
         try:
             response = self.client.update_item(
@@ -492,16 +521,24 @@ class DynamoDBTurnStore:
             return _Landed(cancel_requested=bool(item.get(_CANCEL, {}).get("BOOL", False)))
         if item is not None and not cancel and self._only_cancel_differs(item, expected_version, lease_id, now):
             raise _CancelRequestedMeanwhile
+        if item is not None and taken is not None and self._fenced_ok(item, expected_version, lease_id, now):
+            queued = self._queued(item)
+            if len(queued) != taken:
+                raise AnswersQueuedError(stored.id, queued)
         raise self._save_conflict(stored.id, expected_version, lease_id, item)
 
     @staticmethod
-    def _only_cancel_differs(item: Item, expected_version: int, lease_id: str | None, now: float) -> bool:
+    def _fenced_ok(item: Item, expected_version: int, lease_id: str | None, now: float) -> bool:
+        """The item is at the version a save expected, and its lease condition holds."""
         if as_int(item.get(_VERSION)) != expected_version:
             return False
         if lease_id is not None:
-            lease_ok = as_str(item.get(_LEASE_ID)) == lease_id
-        else:
-            lease_ok = _LEASE_EXPIRES not in item or as_float(item.get(_LEASE_EXPIRES)) <= float(number(now))
+            return as_str(item.get(_LEASE_ID)) == lease_id
+        return _LEASE_EXPIRES not in item or as_float(item.get(_LEASE_EXPIRES)) <= float(number(now))
+
+    @classmethod
+    def _only_cancel_differs(cls, item: Item, expected_version: int, lease_id: str | None, now: float) -> bool:
+        lease_ok = cls._fenced_ok(item, expected_version, lease_id, now)
         return lease_ok and bool(item.get(_CANCEL, {}).get("BOOL", False))
 
     @staticmethod
@@ -617,6 +654,37 @@ class DynamoDBTurnStore:
             if error_code(exc) != CONDITION_FAILED:
                 raise
             raise TurnNotFoundError(turn_id) from None
+
+    def queue_answer(self, turn_id: str, answer: QueuedAnswer) -> None:
+        action = answer.command.action_id or ""
+        condition = "attribute_exists(#tid) AND #st IN (:ready, :running) AND NOT contains(#qk, :aid)"
+        update = "SET #qa = list_append(if_not_exists(#qa, :none), :one) ADD #qk :aids"
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key={_TURN_ID: {"S": turn_id}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update + condition),
+                ExpressionAttributeValues={
+                    ":none": {"L": []},
+                    ":one": {"L": [{"S": self.serializer.dumps(answer)}]},
+                    ":aids": {"SS": [action]},
+                    ":aid": {"S": action},
+                    **_RUNNABLE_VALUES,
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if error_code(exc) != CONDITION_FAILED:
+                raise
+            item = old_item(exc)
+            if item is None:
+                raise TurnNotFoundError(turn_id) from None
+            if any(queued.nonce == answer.nonce for queued in self._queued(item)):
+                _log.info("queued answer to turn %r landed before its answer was lost", turn_id)
+                return
+            raise VersionConflictError(turn_id, None, as_int(item.get(_VERSION))) from None
 
     def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
         """One Query per shard of the sparse, keys-only ``runnable`` index (never a Scan), then one

@@ -12,7 +12,7 @@ from agentturn.engine.model_step import ModelStep
 from agentturn.engine.tool_step import ToolStep
 from agentturn.engine.turn_run import LeaseGone, Run, YieldProbe
 from agentturn.engine.turn_writer import TurnWriter
-from agentturn.errors import HandoffLostError, UnknownAgentError, VersionConflictError
+from agentturn.errors import AgentChangedError, HandoffLostError, UnknownAgentError, VersionConflictError
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.store import Lease, TurnStore
 from agentturn.state.messages import ModelMessage
@@ -64,6 +64,17 @@ class TurnDriver:
                 self._let_go(lease)
                 return current
             agent = self._agents.agent_for(current)
+            if agent.version != current.agent_version:
+                # Taken over by the version that continues it (Agent(continues=...)): its saves say so, and a
+                # later deploy's version continues this one.
+                current.metadata.setdefault("continuedFrom", current.agent_version)
+                current.agent_version = agent.version
+        except AgentChangedError as exc:
+            # The deployed version says it continues this turn but lacks what it waits on: no later attempt can
+            # do better, so the turn ends now, saying why (its cards close), rather than after every attempt.
+            run = Run(turn=current, agent=None, lease=lease)
+            self._writer.finish(run, TurnStatus.FAILED, "agent_changed", str(exc))
+            return run.turn
         except UnknownAgentError as exc:
             # Not deployed here (yet, during a rollout; or any more): try again later, a bounded number of
             # times, then end the turn FAILED so that its conversation is free again.

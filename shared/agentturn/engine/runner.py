@@ -23,24 +23,25 @@ from agentturn.engine.conflicts import retry_on_conflict
 from agentturn.engine.conversation_lock import ConversationLock
 from agentturn.engine.driver import TurnDriver
 from agentturn.engine.events import EventType, Listener
-from agentturn.engine.idempotency import is_replay, remember_request
+from agentturn.engine.idempotency import is_replay
 from agentturn.engine.lease_keeper import LeaseKeeper
 from agentturn.engine.model_step import ModelStep, context_history
-from agentturn.engine.resume import apply_resume
+from agentturn.engine.queued_answers import answered, can_queue, pending_card, preview, queued_replay
 from agentturn.engine.retry import RetryPolicy
 from agentturn.engine.sequencer import EventSequencer
 from agentturn.engine.settle import Settler
 from agentturn.engine.suspend import suspend_for_text
 from agentturn.engine.tool_step import ToolStep
 from agentturn.engine.turn_run import Run, YieldProbe
-from agentturn.engine.turn_writer import TurnWriter, redact_card
+from agentturn.engine.turn_writer import TurnWriter
 from agentturn.engine.unreadable import UnreadableAttempt, record_unreadable
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
 from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
 from agentturn.ports.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.state.commands import ResumeCommand
-from agentturn.state.messages import ModelMessage, TimelineMessage, UserMessage, form_message_id
-from agentturn.state.turn import ProjectionMark, Suspension, Turn
+from agentturn.state.messages import ModelMessage, TimelineMessage, UserMessage
+from agentturn.state.turn import ProjectionMark, QueuedAnswer, Suspension, Turn
+from agentturn.timeline.cards import write_card
 from agentturn.timeline.identity import stamp
 from agentturn.timeline.repair import reconcile, repair_timeline
 
@@ -60,6 +61,9 @@ class AcceptedAnswer:
 
     turn: Turn
     replayed: bool
+    #: The answer was queued beside a running turn (``resume_after="each"``): the run that holds it applies it,
+    #: so nothing is to be handed to a worker with a snapshot.
+    queued: bool = False
 
 
 class Runner:
@@ -219,9 +223,10 @@ class Runner:
         then runs without a claim, so a flood of replays must not start a run each.
         """
         replayed = False
+        queued = False
 
         def attempt() -> Turn:
-            nonlocal replayed
+            nonlocal replayed, queued
             turn = self.store.load(turn_id)
             replayed = is_replay(turn, command)
             if replayed:
@@ -230,12 +235,11 @@ class Runner:
                 if memory is not None:
                     reconcile(turn, memory)
                 return turn
-            resumed = apply_resume(turn, command, self.clock())
-            waited = turn.suspension_for(command.action_id)
-            if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
-                # A model-requested form is complete once submitted: its data lives on only in the tool result.
-                redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
-            remember_request(resumed, command, iso(self.clock()))
+            if can_queue(turn, command):
+                queued = True
+                return self._queue_answer(turn, command)
+            queued = False
+            resumed = answered(turn, command, self.clock())
             # A lost write is decided again on what is stored now, so the loser of two submits (or of a
             # submit and a cancel) gets "not pending" rather than a bare conflict. The seed's rule: the card
             # shows the answer before this returns (a failure of that write raises; the caller's retry, a
@@ -253,7 +257,40 @@ class Runner:
         # Answers to different cards of one turn race: each round re-reads and applies its answer to what is
         # stored now, and every round at least one of them is saved, so k answers at once need k rounds.
         turn = retry_on_conflict(turn_id, attempt, rounds=ANSWER_ROUNDS)
-        return AcceptedAnswer(turn=turn, replayed=replayed)
+        return AcceptedAnswer(turn=turn, replayed=replayed, queued=queued)
+
+    def _queue_answer(self, turn: Turn, command: ResumeCommand) -> Turn:
+        """Keep ``command`` beside the running ``turn`` (:mod:`agentturn.engine.queued_answers`) and show it on its
+        card (the seed's rule) before returning: the stored turn with the answer queued."""
+        kept = queued_replay(turn, command)
+        answer = kept or QueuedAnswer(command=command, accepted_at=self.clock(), nonce=uuid.uuid4().hex[:16])
+        # A retry of the queued request is shown again as it was; any other answer to that card is refused.
+        previewed = preview(
+            turn.model_copy(update={"queued_answers": []}) if kept else turn, command, answer.accepted_at
+        )
+        if kept is None:
+            self.store.queue_answer(turn.id, answer)
+        card = pending_card(turn, command.action_id)
+        shown = previewed.card(card.message_id) if card is not None else None
+        memory = self._memory(turn.conversation_id)
+        if memory is not None and card is not None and shown is not None:
+            # By compare-and-set from the version the card is pending at; a failure raises (the retry, a
+            # replay of the same request, writes it).
+            write_card(memory, shown, card.version)
+        if kept is None:
+            pending = [s.correlation_id for s in turn.suspensions if s.correlation_id != command.action_id]
+            self._events.emit(
+                turn,
+                EventType.INPUT_SUBMITTED,
+                actionId=command.action_id,
+                kind=command.kind.value,
+                pending=pending,
+                queued=True,
+            )
+        result = turn.model_copy(update={"accepted_requests": previewed.accepted_requests})
+        result.cards = [shown if shown is not None and c.message_id == shown.message_id else c for c in turn.cards]
+        result.queued_answers = [*turn.queued_answers, *([] if kept is not None else [answer])]
+        return result
 
     def resume(self, turn_id: str, command: ResumeCommand) -> Turn:
         """Apply ``command`` and continue the turn in this thread."""

@@ -317,6 +317,11 @@ class ToolStep:
     def _blocked(self, run: Run, call: ToolCall | None) -> None:
         self._writer.save(run)
         turn = run.turn
+        if turn.status.is_runnable:
+            # Answers queued while it ran (resume_after="each") were taken by this save: the run goes on.
+            if call is not None:
+                self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name)
+            return
         first = turn.suspension
         assert first is not None
         if call is not None:

@@ -12,7 +12,7 @@ from agentturn.engine.resume import cancel_cards
 from agentturn.engine.retry import RetryPolicy
 from agentturn.engine.sequencer import EventSequencer
 from agentturn.engine.turn_run import LeaseGone, Run, policy_of
-from agentturn.errors import LeaseLostError, StorageError, VersionConflictError
+from agentturn.errors import AnswersQueuedError, LeaseLostError, StorageError, VersionConflictError
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.store import Lease, TurnStore
 from agentturn.state.messages import ApprovalMessage, FormMessage
@@ -20,6 +20,9 @@ from agentturn.state.turn import ProjectionMark, RetryState, Turn, TurnErrorInfo
 from agentturn.timeline.projection import changes_cards, full_mark, project, record
 
 _log = logging.getLogger("agentturn.engine.runner")
+
+#: Saves a write tries while answers keep being queued beside its turn (each round takes all it was told of).
+TAKE_ROUNDS = 20
 
 MemoryFor = Callable[[str], ChatMemory | None]
 
@@ -52,10 +55,27 @@ class TurnWriter:
         caller projects it (:meth:`project`)."""
         turn.updated_at = iso(self._clock())
         self._events.reserve(turn)
-        saved = self._store.save(
-            turn, expected_version=turn.version, lease_id=lease.lease_id if lease is not None else None
-        )
+        taken: list[str] = []
+        for _ in range(TAKE_ROUNDS):
+            try:
+                saved = self._store.save(
+                    turn, expected_version=turn.version, lease_id=lease.lease_id if lease is not None else None
+                )
+                break
+            except AnswersQueuedError as exc:
+                # Answers came for its other cards while it ran (resume_after="each"): it takes them in this save.
+                from agentturn.engine.queued_answers import take_queued
+
+                turn = take_queued(turn, exc.answers)
+                taken = [a.command.action_id or "" for a in exc.answers]
+        else:
+            raise VersionConflictError(turn.id, turn.version)
         self._events.emit(saved, EventType.SNAPSHOT_SAVED, version=saved.version, status=saved.status.value)
+        if taken and not saved.status.is_terminal:
+            pending = [s.correlation_id for s in saved.suspensions]
+            self._events.emit(saved, EventType.INPUT_SUBMITTED, actionIds=taken, pending=pending, queued=True)
+            if saved.status.is_runnable:
+                self._events.emit(saved, EventType.TURN_RESUMED, actionIds=taken, queued=True)
         return saved
 
     def write_and_project(self, turn: Turn, *, lease: Lease | None, strict: bool = False) -> Turn:

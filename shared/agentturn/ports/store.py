@@ -12,6 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from agentturn.engine.clock import Clock
 from agentturn.errors import (
+    AnswersQueuedError,
     LeaseLostError,
     SnapshotRoundTripError,
     SnapshotUnreadableError,
@@ -19,7 +20,7 @@ from agentturn.errors import (
     VersionConflictError,
 )
 from agentturn.ports.serializer import JSON, Serializer
-from agentturn.state.turn import SCHEMA_VERSION, Turn, TurnStatus
+from agentturn.state.turn import SCHEMA_VERSION, QueuedAnswer, Turn, TurnStatus
 
 _TURN: Final[TypeAdapter[Turn]] = TypeAdapter(Turn)
 
@@ -62,7 +63,18 @@ class TurnStore(Protocol):
         With ``lease_id`` the write also requires that lease to be the current one (even if it has
         expired, as long as nobody took it over); without it, no live lease may exist. The returned turn
         carries the new version and the stored cancel flag.
+
+        Queued answers (:meth:`queue_answer`): a save that leaves the turn not runnable, or whose turn took
+        some (``turn.answers_taken``), requires the store to hold exactly ``turn.answers_taken`` of them and
+        removes them; otherwise it raises :class:`~agentturn.errors.AnswersQueuedError` carrying them and
+        writes nothing. Any other save leaves them as they are.
         """
+        ...
+
+    def queue_answer(self, turn_id: str, answer: QueuedAnswer) -> None:
+        """Keep ``answer`` beside a runnable turn, after those already queued, without a new version (a running
+        worker's writes go on). ``VersionConflictError`` when the turn is not runnable any more, or an answer to
+        the same action is queued already (unless it is this very one, ``answer.nonce``: a retried write)."""
         ...
 
     def claim(self, turn_id: str, worker_id: str, lease_seconds: float) -> Lease | None:
@@ -160,7 +172,13 @@ def as_written(turn: Turn, *, version: int, cancel_requested: bool) -> Turn:
     # A turn of a newer schema (code from the future) is refused before anything is written: its shape is not
     # this code's to write back.
     check_schema_version(turn)
-    update = {"version": version, "cancel_requested": cancel_requested, "schema_version": SCHEMA_VERSION}
+    update = {
+        "version": version,
+        "cancel_requested": cancel_requested,
+        "schema_version": SCHEMA_VERSION,
+        "queued_answers": [],
+        "answers_taken": 0,
+    }
     return turn.model_copy(update=update)
 
 
@@ -198,6 +216,15 @@ class _Record:
     error_type: str | None = None
     error_message: str | None = None
     retain_until: float | None = None
+    queued: list[QueuedAnswer] = field(default_factory=list)
+
+
+def check_taken_answers(turn: Turn, queued: list[QueuedAnswer]) -> None:
+    """The queued-answer condition of :meth:`TurnStore.save` (see there), on what the store holds."""
+    if turn.answers_taken == 0 and turn.status.is_runnable:
+        return
+    if len(queued) != turn.answers_taken:
+        raise AnswersQueuedError(turn.id, list(queued))
 
 
 class InMemoryTurnStore:
@@ -243,6 +270,7 @@ class InMemoryTurnStore:
         # Freshly decoded, so nobody else holds it: set in place rather than copied.
         turn.version = record.version
         turn.cancel_requested = record.cancel_requested
+        turn.queued_answers = list(record.queued)
         return turn
 
     def create(self, turn: Turn, *, lease: Lease | None = None) -> Turn:
@@ -281,6 +309,9 @@ class InMemoryTurnStore:
                 raise VersionConflictError(turn.id, expected_version, record.version)
             if record.version != expected_version:
                 raise VersionConflictError(turn.id, expected_version, record.version)
+            check_taken_answers(turn, record.queued)
+            if turn.answers_taken:
+                record.queued = []
             version = expected_version + 1
             # The flag is monotonic: the stored turn carries it even when this writer had not seen it.
             cancel = record.cancel_requested or turn.cancel_requested
@@ -328,6 +359,19 @@ class InMemoryTurnStore:
             if record is None:
                 raise TurnNotFoundError(turn_id)
             record.cancel_requested = True
+
+    def queue_answer(self, turn_id: str, answer: QueuedAnswer) -> None:
+        with self._lock:
+            record = self._records.get(turn_id)
+            if record is None:
+                raise TurnNotFoundError(turn_id)
+            if any(q.nonce == answer.nonce for q in record.queued):
+                return
+            if not record.status.is_runnable or any(
+                q.command.action_id == answer.command.action_id for q in record.queued
+            ):
+                raise VersionConflictError(turn_id, None, record.version)
+            record.queued.append(answer)
 
     def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
         with self._lock:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import (
     ApprovalMessage,
     CardMessage,
@@ -241,6 +242,18 @@ class AcceptedRequest(WireModel):
 MAX_ACCEPTED_REQUESTS = 64
 
 
+class QueuedAnswer(WireModel):
+    """An answer to a PENDING card of a turn that was running when it came (``resume_after="each"``): kept by
+    the store beside the snapshot, outside its body, until the run that holds the turn applies it as it waits
+    again (:mod:`agentturn.engine.queued_answers`)."""
+
+    command: ResumeCommand
+    #: The store-clock epoch seconds the submit accepted it: the answer is applied as of then (its card shows it).
+    accepted_at: float
+    #: Recognises a queueing write whose answer was lost as ours.
+    nonce: str
+
+
 class Turn(WireModel):
     schema_version: int = SCHEMA_VERSION
     id: str
@@ -275,6 +288,11 @@ class Turn(WireModel):
     retain_until: float | None = None
     #: Set while the turn waits to be tried again after a failure that may pass; cleared by a run that works.
     retry: RetryState | None = None
+    #: Answers the store kept beside the turn when it was read (:class:`QueuedAnswer`); never in the snapshot.
+    queued_answers: list[QueuedAnswer] = Field(default_factory=list, exclude=True)
+    #: How many of the queued answers this copy has applied (or dropped, on a terminal turn): its save removes
+    #: them, on the condition that the store holds exactly that many. Never in the snapshot.
+    answers_taken: int = Field(default=0, exclude=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from agentturn.ports.store import Lease, RunnableTurn, TurnStore
-from agentturn.state.turn import Turn
+from agentturn.state.turn import QueuedAnswer, Turn
 
 
 class DelegatingTurnStore:
@@ -31,6 +31,9 @@ class DelegatingTurnStore:
 
     def request_cancel(self, turn_id: str) -> None:
         self.inner.request_cancel(turn_id)
+
+    def queue_answer(self, turn_id: str, answer: QueuedAnswer) -> None:
+        self.inner.queue_answer(turn_id, answer)
 
     def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
         return self.inner.find_runnable(idle_seconds=idle_seconds, limit=limit)

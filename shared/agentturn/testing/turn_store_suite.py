@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentturn.errors import LeaseLostError, TurnNotFoundError, VersionConflictError
+from agentturn.errors import AnswersQueuedError, LeaseLostError, TurnNotFoundError, VersionConflictError
 from agentturn.ports.store import Lease, new_lease_id
+from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import AiMessage, UserMessage
-from agentturn.state.turn import SCHEMA_VERSION, Turn, TurnStatus
+from agentturn.state.turn import SCHEMA_VERSION, QueuedAnswer, Turn, TurnStatus
 from agentturn.testing._suite import LEASE, THREADS, require, wait_for_overdue, wait_for_runnable
 from agentturn.testing.builders import advanced, new_turn, race, waiting_until
 from agentturn.testing.kits import StoreKit
@@ -379,6 +380,55 @@ class TurnStoreSuite:
         # THEN the holder's next save still fits (same version, same lease) and reports the flag
         saved = store_kit.store.save(advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id)
         assert (saved.version, saved.cancel_requested) == (2, True)
+
+    # ------------------------------------------------------------------------------------- queued answers
+
+    def test_an_answer_queued_beside_a_leased_turn_is_taken_by_the_save_that_blocks_it(
+        self, store_kit: StoreKit
+    ) -> None:
+        # GIVEN a running turn held by a worker, and an answer queued beside it (twice: a retried write)
+        created = store_kit.store.create(new_turn(status=TurnStatus.RUNNING))
+        lease = store_kit.store.claim(created.id, "worker", LEASE)
+        assert lease is not None
+        answer = QueuedAnswer(command=ResumeCommand.approve_tool("call-2"), accepted_at=5.0, nonce="n-1")
+        store_kit.store.queue_answer(created.id, answer)
+        store_kit.store.queue_answer(created.id, answer)
+
+        # THEN the version and the lease are as they were, a load shows the answer, a runnable save still fits
+        loaded = store_kit.store.load(created.id)
+        assert (loaded.version, loaded.queued_answers) == (1, [answer])
+        running = store_kit.store.save(
+            advanced(created, TurnStatus.RUNNING), expected_version=1, lease_id=lease.lease_id
+        )
+        # AND a save that would leave it waiting is refused with the answers it did not take, nothing written
+        blocked = advanced(running, TurnStatus.WAITING_FOR_APPROVAL)
+        with pytest.raises(AnswersQueuedError) as refused:
+            store_kit.store.save(blocked, expected_version=2, lease_id=lease.lease_id)
+        assert refused.value.answers == [answer]
+        assert store_kit.store.load(created.id).version == 2
+        # AND one that took them is stored, and removes them
+        blocked.answers_taken = 1
+        saved = store_kit.store.save(blocked, expected_version=2, lease_id=lease.lease_id)
+        assert saved.version == 3
+        assert store_kit.store.load(created.id).queued_answers == []
+
+    def test_an_answer_is_queued_only_beside_a_runnable_turn_once_per_action(self, store_kit: StoreKit) -> None:
+        # GIVEN a running turn with an answer to action call-2 queued
+        created = store_kit.store.create(new_turn(status=TurnStatus.RUNNING))
+        first = QueuedAnswer(command=ResumeCommand.approve_tool("call-2"), accepted_at=5.0, nonce="n-1")
+        store_kit.store.queue_answer(created.id, first)
+
+        # WHEN another answer to the same action comes, THEN it is refused
+        other = QueuedAnswer(command=ResumeCommand.reject_tool("call-2"), accepted_at=6.0, nonce="n-2")
+        with pytest.raises(VersionConflictError):
+            store_kit.store.queue_answer(created.id, other)
+        # AND nothing is queued beside a waiting turn, nor beside a missing one
+        waiting = store_kit.store.create(new_turn(status=TurnStatus.WAITING_FOR_USER))
+        with pytest.raises(VersionConflictError):
+            store_kit.store.queue_answer(waiting.id, other)
+        with pytest.raises(TurnNotFoundError):
+            store_kit.store.queue_answer("no-such-turn", other)
+        assert store_kit.store.load(created.id).queued_answers == [first]
 
     # -------------------------------------------------------------------------------------------- sweeping
 
