@@ -49,8 +49,10 @@ FAKE_AWS_ENV: Final[Mapping[str, str]] = {
 # Machine variables kept as they are: they change how TLS is verified, never where requests go.
 _KEPT_AWS_VARS: Final = frozenset({"AWS_CA_BUNDLE"})
 
-_DYNAMODB_STARTUP_TIMEOUT: Final = 30.0
-_MOTO_STARTUP_TIMEOUT: Final = 10.0
+# A bound, not a wait: the poll returns as soon as the emulator answers. Java's start takes 2–5 s on an idle
+# machine and over 30 s when many test runs share two cores, so the bound is generous and can be raised.
+_DYNAMODB_STARTUP_TIMEOUT: Final = float(os.environ.get("AGENTTURN_EMULATOR_STARTUP_TIMEOUT", "120"))
+_MOTO_STARTUP_TIMEOUT: Final = float(os.environ.get("AGENTTURN_EMULATOR_STARTUP_TIMEOUT", "30"))
 _STOP_TIMEOUT: Final = 10.0
 _POLL_INTERVAL: Final = 0.05
 _PORT_ATTEMPTS: Final = 3
