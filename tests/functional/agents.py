@@ -60,3 +60,44 @@ def mcp_agents() -> list[Agent]:
 
     server = MCPServer(os.environ["AGENTTURN_TEST_MCP_URL"], name="desk", approve="none")
     return [Agent(id="mcp-agent", instructions="", chat_model=ScriptedChatModel(model), mcp_servers=[server])]
+
+
+def people_agents() -> list[Agent]:
+    """A refund agent whose refunds wait for two people of finance who are not the requester."""
+    from typing import Any
+
+    from agentturn import (
+        AiMessage,
+        Approvers,
+        ChatRequest,
+        ScriptedChatModel,
+        Tool,
+        ToolApprovalDecision,
+        ToolCall,
+        ToolMessage,
+        Turn,
+    )
+
+    def model(request: ChatRequest) -> AiMessage:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            return AiMessage(content=f"done: {last.content}")
+        return AiMessage(tool_calls=[ToolCall(id="call-r", name="issue_refund", arguments={"amount": 4200})])
+
+    def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
+        return ToolApprovalDecision.require_approval(
+            "refund over 1,000", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
+        )
+
+    def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"refunded": arguments["amount"]}
+
+    return [
+        Agent(
+            id="refunds",
+            instructions="",
+            chat_model=ScriptedChatModel(model),
+            tools=[Tool("issue_refund", "refund an order", issue_refund)],
+            approval_policy=policy,
+        )
+    ]

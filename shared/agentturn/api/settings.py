@@ -77,6 +77,9 @@ class Settings:
     #: An AG-UI run with no input on a thread whose turn runs elsewhere (the worker) follows it this long, then
     #: answers with what is stored (0: answers at once).
     ag_ui_follow_seconds: int = 20
+    #: The verified token's claim that lists the caller's groups (``Approvers(groups=...)``): Cognito's
+    #: ``cognito:groups``, or the claim an OIDC issuer uses.
+    groups_claim: str = "cognito:groups"
 
     def __post_init__(self) -> None:
         if self.retry_base_seconds > self.retry_max_seconds:
@@ -102,4 +105,5 @@ class Settings:
             retry_base_seconds=_int(env, "AGENTTURN_RETRY_BASE_SECONDS", cls.retry_base_seconds, 1, 900),
             retry_max_seconds=_int(env, "AGENTTURN_RETRY_MAX_SECONDS", cls.retry_max_seconds, 1, 900),
             ag_ui_follow_seconds=_int(env, "AGENTTURN_AG_UI_FOLLOW_SECONDS", cls.ag_ui_follow_seconds, 0, 900),
+            groups_claim=_text(env, "AGENTTURN_GROUPS_CLAIM", cls.groups_claim) or cls.groups_claim,
         )

@@ -36,6 +36,7 @@ from agentturn.engine.turn_run import Run, YieldProbe
 from agentturn.engine.turn_writer import TurnWriter, redact_card
 from agentturn.engine.unreadable import UnreadableAttempt, record_unreadable
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
+from agentturn.ports.audit import AuditLog, AuditRecord, audit_record
 from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
 from agentturn.ports.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.state.commands import ResumeCommand
@@ -229,18 +230,24 @@ class Runner:
                 memory = self._memory(turn.conversation_id)
                 if memory is not None:
                     reconcile(turn, memory)
+                # ... and so does its audit record (a conditional put: one already there stays as it is).
+                self._audit(turn, command)
                 return turn
             resumed = apply_resume(turn, command, self.clock())
             waited = turn.suspension_for(command.action_id)
             if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
                 # A model-requested form is complete once submitted: its data lives on only in the tool result.
                 redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
-            remember_request(resumed, command, iso(self.clock()))
+            answerer = command.answerer
+            by = answerer.subject if waited is not None and waited.people is not None and answerer else None
+            remember_request(resumed, command, iso(self.clock()), by=by)
             # A lost write is decided again on what is stored now, so the loser of two submits (or of a
             # submit and a cancel) gets "not pending" rather than a bare conflict. The seed's rule: the card
             # shows the answer before this returns (a failure of that write raises; the caller's retry, a
             # replay, writes it).
             saved = self._writer.write_and_project(resumed, lease=None, strict=True)
+            # The decision's audit record before this returns, as its card (a failure raises; the retry writes it).
+            self._audit(saved, command)
             pending = [s.correlation_id for s in saved.suspensions]
             self._events.emit(
                 saved, EventType.INPUT_SUBMITTED, actionId=command.action_id, kind=command.kind.value, pending=pending
@@ -254,6 +261,23 @@ class Runner:
         # stored now, and every round at least one of them is saved, so k answers at once need k rounds.
         turn = retry_on_conflict(turn_id, attempt, rounds=ANSWER_ROUNDS)
         return AcceptedAnswer(turn=turn, replayed=replayed)
+
+    def _audit(self, turn: Turn, command: ResumeCommand) -> None:
+        log = self.chat_memory
+        if not isinstance(log, AuditLog):
+            return
+        record = audit_record(turn, command)
+        if record is not None:
+            log.record_decision(turn.conversation_id, turn.created_at, record)
+
+    def audit(self, turn_id: str) -> list[AuditRecord]:
+        """The audit records of ``turn_id``'s decisions, in the order they were made (empty when the chat memory
+        keeps none)."""
+        turn = self.store.load(turn_id)
+        log = self.chat_memory
+        if not isinstance(log, AuditLog):
+            return []
+        return log.decisions(turn.conversation_id, turn.created_at, turn.id)
 
     def resume(self, turn_id: str, command: ResumeCommand) -> Turn:
         """Apply ``command`` and continue the turn in this thread."""
