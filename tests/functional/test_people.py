@@ -183,3 +183,26 @@ def _start_in(deployment: Deployment, conversation: str) -> str:
     assert response.status == 200, response.body
     turn_id: str = response.json["turnId"]
     return turn_id
+
+
+def test_a_deployment_that_lists_owner_cards_shows_the_callers_own_form_in_their_inbox(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a deployment that lists cards without approvers in their owner's inbox (two index writes per cycle)
+    monkeypatch.setenv("AGENTTURN_INBOX_OWNER_CARDS", "1")
+    started = deployment.run(
+        http_event(
+            "http_start_turn.json",
+            path="/conversations/ticket/turns",
+            body={"input": "My laptop will not boot, please open a ticket"},
+        )
+    )
+    assert started.status == 200 and started.json["status"] == "WAITING_FOR_USER", started.body
+    # WHEN the owner reads their inbox THEN their own form is there, with their conversation id, and no sort key
+    items = deployment.run(http_event("http_get_turn.json", path="/inbox")).json["items"]
+    assert [(i["turnId"], i["conversationId"], i["type"]) for i in items] == [
+        (started.json["turnId"], "ticket", "agent_form")
+    ]
+    assert "sortKey" not in items[0]["card"] and items[0]["since"]
+    # AND another person sees none of it
+    assert deployment.run(http_event("http_get_turn.json", path="/inbox", sub="someone-else")).json["items"] == []

@@ -264,6 +264,9 @@ class InboxView(ApiModel):
     #: Opaque and the caller's alone; pass it as ``cursor`` for the next page. Absent on the last page.
     next_cursor: str | None = None
 
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, exclude={"items": {"__all__": {"card": {"sort_key"}}}})
+
 
 class AuditView(ApiModel):
     """The turn's decisions, one immutable record each, in the order they were made."""

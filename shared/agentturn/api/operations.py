@@ -226,7 +226,8 @@ class Operations:
                     if isinstance(card, ApprovalMessage)
                     else card.description or card.form_key,
                     requested_by=people.requested_by if people is not None else caller,
-                    since=people.asked_at if people is not None else None,
+                    # A card without approvers: its turn's start (the first part of every entry's sort key).
+                    since=people.asked_at if people is not None else (card.sort_key.split("#", 1)[0] or None),
                     deadline=card.expires_at,
                     waiting_for=people.waiting_for if people is not None else None,
                     card=card,
@@ -237,17 +238,18 @@ class Operations:
     def audit(self, caller: str, groups: frozenset[str], turn_id: str) -> AuditView:
         """The turn's audit records, for its owner and for the people who decided on its cards; anyone else gets
         the 404 of a missing turn."""
-        from agentturn.ports.audit import AuditLog
+        from agentturn.ports.audit import AuditLog, AuditRecord, card_records
 
         self.telemetry.bind(turnId=turn_id)
         turn = self.services.store.load(turn_id)
         memory = self.services.chat_memory
-        records = (
+        records: list[AuditRecord] = (
             memory.decisions(turn.conversation_id, turn.created_at, turn.id) if isinstance(memory, AuditLog) else []
         )
         if not owns(turn, caller) and not any(r.subject == caller for r in records):
             raise TurnNotFoundError(turn_id)
-        return AuditView(turn_id=turn.id, records=[r.to_wire() for r in records])
+        every = sorted([*records, *card_records(turn)], key=lambda r: r.at)
+        return AuditView(turn_id=turn.id, records=[r.to_wire() for r in every])
 
     def list_messages(self, caller: str, conversation_id: str, limit: int) -> MessagesView:
         self.telemetry.bind(conversationId=conversation_id)

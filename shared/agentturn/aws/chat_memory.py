@@ -227,8 +227,11 @@ class DynamoDBChatMemory:
         consistent_reads: bool = True,
         key_prefix: str = "conversations/",
         serializer: Serializer = JSON,
+        inbox_owner_cards: bool = False,
     ) -> None:
         self.table_name = table_name
+        #: Also list cards without approvers in their owner's inbox (two index writes per form cycle more).
+        self.inbox_owner_cards = inbox_owner_cards
         self.client: DynamoDBClient = client if client is not None else dynamodb_client()
         blobs = None
         if bucket is not None:
@@ -397,6 +400,7 @@ class DynamoDBConversation:
         self._serializer = memory.serializer
         self._key_prefix = memory.key_prefix
         self._consistent = memory.consistent_reads
+        self._inbox_owner_cards = memory.inbox_owner_cards
 
     # ------------------------------------------------------------------ items
 
@@ -428,7 +432,7 @@ class DynamoDBConversation:
         if isinstance(message, FormMessage | ApprovalMessage):
             item[_VERSION] = {"N": str(message.version)}
             item[_TYPE] = {"S": message.type}
-            keys = assignees(self.conversation_id, message)
+            keys = assignees(self.conversation_id, message, owner_cards=self._inbox_owner_cards)
             if keys:
                 # The inbox rides on the card's own write: a pending card is in the sparse index under its first
                 # assignee; the write that settles it (a whole-item put without these) takes it out.
@@ -438,7 +442,9 @@ class DynamoDBConversation:
 
     def _inbox_extras(self, card: FormMessage | ApprovalMessage, item: Item) -> None:
         """A card waiting for several principals: an inbox entry for each after the first (the card carries the
-        first), put while it waits and deleted once it settles. One request each, only for such cards."""
+        first), put while it waits and put again without its assignee once the card settles (out of the sparse
+        index; the item leaves with its turn, so the functions need no DeleteItem). One request each, only for
+        such cards."""
         if card.people is None:
             return
         pending = card.status == "PENDING"
@@ -448,9 +454,9 @@ class DynamoDBConversation:
                 extra = {k: v for k, v in item.items() if k not in (_VERSION, _TYPE, WRITE_ID)}
                 extra[_SK] = {"S": sk}
                 extra[_ASSIGNEE] = {"S": key}
-                self._client.put_item(TableName=self._table, Item=extra)
             else:
-                self._client.delete_item(TableName=self._table, Key={_CID: {"S": self.conversation_id}, _SK: {"S": sk}})
+                extra = {_CID: {"S": self.conversation_id}, _SK: {"S": sk}, _MESSAGE_ID: {"S": card.message_id}}
+            self._client.put_item(TableName=self._table, Item=extra)
 
     def _group_item(self, messages: Sequence[TimelineMessage]) -> Item:
         """One item holding ``messages`` (consecutive, of one turn), keyed by the last; a fresh ``writeId``."""

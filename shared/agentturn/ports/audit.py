@@ -6,6 +6,11 @@ the decision did to the card (``outcome``: APPROVED, or still PENDING "waiting f
 is recorded by its fingerprint, not its values: the values leave the snapshot once their tool has run
 (DESIGN invariant 8) and the record must not keep them longer.
 
+Records are written for cards with approvers (decisions by people other than the requester). A card its owner
+answers alone already is such a record: once settled it never changes (``agentturn.state.messages.is_settled``)
+and holds who, when and what; :func:`card_records` reads it as one, so that the owner's decisions cost no
+request and no write unit more per form cycle (DESIGN's ≤ 5 requests per submit, ≤ 14 per cycle).
+
 A chat memory provider that can keep records implements :class:`AuditLog` (the in-memory reference below, and
 ``agentturn.aws.chat_memory.DynamoDBChatMemory``, which keeps them beside the turn's timeline so that retention
 removes them with the turn). A record is written by a conditional put: never rewritten; writing the same
@@ -75,10 +80,11 @@ def audit_record(turn: Turn, command: ResumeCommand) -> AuditRecord | None:
     shown and each person's decision); None for an answer with no card (a plain-text wait) or no answerer."""
     answerer = command.answerer
     card = next((c for c in turn.cards if c.action_id == command.action_id), None)
-    if answerer is None or card is None:
+    if answerer is None or card is None or card.people is None:
+        # No card, or one its owner answers alone: the settled card is the record (card_records).
         return None
-    decision = card.people.decided_by(answerer.subject) if card.people is not None else None
-    if card.people is not None and decision is None:
+    decision = card.people.decided_by(answerer.subject)
+    if decision is None:
         return None
     common: dict[str, Any] = {
         "turn_id": turn.id,
@@ -111,6 +117,55 @@ def audit_record(turn: Turn, command: ResumeCommand) -> AuditRecord | None:
         shown={"schemaFingerprint": fingerprint(card.schema)},
         data_fingerprint=fingerprint(command.data) if command.data is not None else None,
     )
+
+
+def card_records(turn: Turn) -> list[AuditRecord]:
+    """The decisions of the turn's settled cards without approvers, read from the cards themselves (immutable
+    once settled). Form data shows by nothing: by then it may have been redacted."""
+    records: list[AuditRecord] = []
+    for card in turn.cards:
+        if card.people is not None or card.status in ("PENDING", "CANCELLED", "EXPIRED"):
+            continue
+        if isinstance(card, ApprovalMessage):
+            if card.decided_by is None:
+                continue
+            kind = {"APPROVED": ResumeKind.APPROVE_TOOL, "REJECTED": ResumeKind.REJECT_TOOL}.get(
+                card.status.value, ResumeKind.RESPOND_TOOL
+            )
+            records.append(
+                AuditRecord(
+                    turn_id=turn.id,
+                    action_id=card.action_id,
+                    card_type=card.type,
+                    tool_name=card.tool_name,
+                    subject=card.decided_by,
+                    at=card.decided_at or "",
+                    kind=kind,
+                    shown={"argumentsFingerprint": card.arguments_fingerprint or fingerprint(card.arguments)},
+                    arguments=card.arguments,
+                    edited_arguments=card.edited_arguments,
+                    reason=card.reason,
+                    response=card.response,
+                    outcome=card.status.value,
+                )
+            )
+        elif card.submitted_by is not None:
+            records.append(
+                AuditRecord(
+                    turn_id=turn.id,
+                    action_id=card.action_id,
+                    card_type=card.type,
+                    tool_name=card.tool_name,
+                    form_key=card.form_key,
+                    subject=card.submitted_by,
+                    at=card.submitted_at or "",
+                    kind=ResumeKind.FORM_INPUT if card.status == "SUBMITTED" else ResumeKind.DECLINE_INPUT,
+                    shown={"schemaFingerprint": fingerprint(card.schema)},
+                    reason=card.decline_reason,
+                    outcome=card.status.value,
+                )
+            )
+    return records
 
 
 def record_key(record: AuditRecord) -> str:

@@ -214,8 +214,10 @@ class _Conversation:
 class InMemoryChatMemory:
     """A provider: ``InMemoryChatMemory()(conversation_id)`` returns that conversation's ChatMemory."""
 
-    def __init__(self, *, serializer: Serializer = JSON) -> None:
+    def __init__(self, *, serializer: Serializer = JSON, inbox_owner_cards: bool = False) -> None:
         self._serializer = serializer
+        #: also list cards without approvers in their owner's inbox (as ``DynamoDBChatMemory`` does when told)
+        self.inbox_owner_cards = inbox_owner_cards
         self._lock = threading.Lock()
         self._conversations: dict[str, _Conversation] = {}
         self._listings = _Listings()
@@ -239,7 +241,8 @@ class InMemoryChatMemory:
             entry
             for conversation in conversations
             for entry in conversation.pending_cards()
-            if assignee in assignees(conversation.conversation_id, entry.card) and (after is None or entry.due > after)
+            if assignee in assignees(conversation.conversation_id, entry.card, owner_cards=self.inbox_owner_cards)
+            and (after is None or entry.due > after)
         ]
         found.sort(key=lambda e: e.due)
         return found[:limit], len(found) > limit

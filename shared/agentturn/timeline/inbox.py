@@ -27,13 +27,17 @@ MAX_CURSOR_CHARS: Final = 4096
 MAX_LIMIT: Final = 100
 
 
-def assignees(conversation_id: str, card: FormMessage | ApprovalMessage) -> list[str]:
-    """The inbox keys a card waits under while PENDING (none once settled)."""
+def assignees(conversation_id: str, card: FormMessage | ApprovalMessage, *, owner_cards: bool) -> list[str]:
+    """The inbox keys a card waits under while PENDING (none once settled).
+
+    A card without approvers waits for its conversation's owner only with ``owner_cards``: listing those costs
+    every form cycle two index writes (the card enters the index and leaves it), so a deployment opts in.
+    """
     if card.status != "PENDING":
         return []
     if card.people is not None:
         return card.people.approvers.inbox_keys()
-    owner = requester_of(conversation_id)
+    owner = requester_of(conversation_id) if owner_cards else None
     return [USER_PREFIX + owner] if owner else []
 
 
