@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 import boto3
 import pytest
 
-from agentturn import Agent, ExecutionPolicy, TurnStatus
+from agentturn import Agent, Approvers, ExecutionPolicy, ToolApprovalDecision, TurnStatus
 from agentturn.api.ownership import conversation_key
 from agentturn.api.sweeper import sweep
 from agentturn.api.telemetry import NullTelemetry
@@ -70,7 +70,7 @@ ROUNDS: Final = 40
 INPUT_TIMEOUT: Final = 300.0
 GROUP: Final = "sdk fault seeds"
 
-Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui"]
+Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui", "quorum"]
 FLOWS: Final[tuple[Flow, ...]] = (
     "form_tool",
     "form_model",
@@ -93,7 +93,11 @@ _INPUTS: Final[dict[Flow, tuple[str, str]]] = {
     "mixed": ("assistant", "do these at once please"),
     # The support ticket through AG-UI: the message and the resume are runs of POST /ag-ui/support-agent.
     "agui": ("support-agent", "create a high priority login incident ticket"),
+    # A refund two people of finance approve, each with their own token (seeds of their own: QUORUM_SEEDS).
+    "quorum": ("quorum-refund", "refund order O-1001"),
 }
+QUORUM_SEEDS: Final = int(os.environ.get("AGENTTURN_QUORUM_FAULT_SEEDS", "12"))
+APPROVERS: Final = ("ann-sub", "ben-sub")
 #: RUN_ERROR codes a careful AG-UI client tries again after (the others are answers, not failures).
 AGUI_RETRYABLE: Final = frozenset({"agentturn:unavailable", "agentturn:internal", "agentturn:continuing"})
 SUB: Final = "8f5e1c2a-7d3b-4a6e-9c1f-2b7d4e6a8c10"
@@ -129,7 +133,18 @@ def _agents(ledger: TicketLedger) -> list[Agent]:
         tools=list(support.tools.values()),
         policy=ExecutionPolicy(input_timeout=INPUT_TIMEOUT),
     )
-    return [*agents, timing_out]
+    refunds = next(a for a in agents if a.id == "refund-agent")
+    # The refund agent once more, its refunds waiting for two people of finance who are not the requester.
+    quorum = Agent(
+        "quorum-refund",
+        refunds.instructions,
+        refunds.chat_model,
+        tools=list(refunds.tools.values()),
+        approval_policy=lambda turn, call, tool: ToolApprovalDecision.require_approval(
+            "two of finance", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
+        ),
+    )
+    return [*agents, timing_out, quorum]
 
 
 @dataclass
@@ -317,6 +332,9 @@ class World:
         if self.flow == "agui":
             self._ag_ui_answer()
             return
+        if self.flow == "quorum":
+            self._two_approvers(turn)
+            return
         suspension = turn.suspension
         assert suspension is not None
         action = suspension.correlation_id
@@ -339,6 +357,20 @@ class World:
             data = VALID_TICKET if self.flow == "form_tool" else MEETING
             event = Stack.submit_event(turn.id, action, {"data": data}, key, sub=SUB)
         self._accepted(event, key, self.flow)
+        self.acted = True
+
+    def _two_approvers(self, turn: Turn) -> None:
+        """Two people of finance approve, one after the other, each with their own token and key."""
+        for sub in APPROVERS:
+            key = f"client-{turn.id}-{sub}-quorum"
+            event = http_event(
+                "http_approve.json",
+                path=f"/turns/{turn.id}/actions/{turn.suspensions[0].correlation_id}/approve",
+                sub=sub,
+                headers={"idempotency-key": key},
+            )
+            event["requestContext"]["authorizer"]["jwt"]["claims"]["cognito:groups"] = "[finance]"
+            self._accepted(event, key, sub)
         self.acted = True
 
     def _answer_every_card(self, turn: Turn) -> None:
@@ -571,6 +603,24 @@ def test_sdk_faults_lose_double_and_strand_nothing(emulators: Emulators, seed: i
     for name, count in world.injector.fired.items():
         record("sdk faults by kind", **{name.rsplit(":", 1)[1]: count})
         record("sdk faults by call", **{name: count})
+
+
+@pytest.mark.parametrize("seed", range(QUORUM_SEEDS), ids=lambda seed: f"quorum_seed_{seed}")
+def test_a_quorum_approval_under_sdk_faults_loses_doubles_and_strands_nothing(emulators: Emulators, seed: int) -> None:
+    # GIVEN a refund waiting for two of finance, random SDK calls of the system failing inside botocore
+    reference = _reference(emulators, "quorum", _REFERENCES)
+    assert reference.cards == ["APPROVED"] and reference.side_effects == 1
+    world = World(emulators, 10_000 + seed, "quorum")
+    # WHEN both approvers answer (retrying 5xx with their own keys) while SQS redelivers and the sweeper ticks
+    world.run()
+    # THEN the refund ran once, after both approvals: nothing lost, doubled or stuck
+    _check(world, reference)
+    (turn,) = [t for t in world.turns() if len(t.messages) > 1]
+    (card,) = turn.cards
+    assert card.people is not None and sorted(d.subject for d in card.people.decisions) == sorted(APPROVERS)
+    records = world.timeline.decisions(turn.conversation_id, turn.created_at, turn.id)
+    assert sorted(r.subject for r in records) == sorted(APPROVERS), f"{world.where}: audit {records}"
+    record("sdk fault seeds (quorum)", seeds=1, lost=0, doubled=0, stuck=0)
 
 
 def test_every_kind_of_fault_was_injected() -> None:

@@ -15,6 +15,7 @@ from agentturn import (
     InvalidResumeError,
     Principal,
     ResumeCommand,
+    Runner,
     ScriptedChatModel,
     Tool,
     ToolApprovalDecision,
@@ -117,3 +118,87 @@ def test_one_rejection_of_finance_rejects(backend: Backend) -> None:
     assert card.people is not None and [(d.subject, d.verdict.value) for d in card.people.decisions] == [
         ("ben", "reject")
     ]
+
+
+class _FixedClock:
+    """A clock that reads one instant (each reading a hair later, so timestamps still sort)."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def __call__(self) -> float:
+        self.at += 1e-6
+        return self.at
+
+
+ROUNDS = 100
+
+
+def test_the_deciding_approval_racing_the_deadline_has_exactly_one_winner(backend: Backend) -> None:
+    # GIVEN refunds waiting for two of finance with a deadline, one approval already given
+    import threading
+
+    from agentturn import ExecutionPolicy
+
+    agent = refund_agent([])
+    agent.policy = ExecutionPolicy(input_timeout=60.0)
+    runner = backend.runner([agent])
+    answered = expired = 0
+    reasons: list[str] = []
+    for round_ in range(ROUNDS):
+        waiting = runner.run(agent, f"requester/race-{round_}", "refund", metadata={"ownerId": "requester"})
+        runner.submit_resume(waiting.id, ResumeCommand.approve_tool("call-r").by(ANN))
+        deadline = waiting.suspensions[0].expires_at
+        assert deadline is not None
+        # WHEN the second approval (its clock just before the deadline) and the sweeper's expiry (just after) race
+        approver = Runner(
+            store=backend.store, chat_memory=backend.memory, agents=[agent], clock=_FixedClock(deadline - 0.5)
+        )
+        sweeper = Runner(
+            store=backend.store, chat_memory=backend.memory, agents=[agent], clock=_FixedClock(deadline + 0.5)
+        )
+        start = threading.Barrier(2)
+        outcome: dict[str, object] = {}
+
+        def approve(
+            approver: Any = approver, start: Any = start, outcome: Any = outcome, turn_id: str = waiting.id
+        ) -> None:
+            start.wait()
+            try:
+                approver.submit_resume(turn_id, ResumeCommand.approve_tool("call-r").by(BEN))
+                outcome["approved"] = True
+            except InvalidResumeError as refused:
+                outcome["approved"] = refused.reason
+
+        def expire(sweeper: Any = sweeper, start: Any = start, turn_id: str = waiting.id) -> None:
+            start.wait()
+            sweeper.expire(turn_id)
+
+        # Either may be scheduled first: the order they are started in alternates between rounds.
+        threads = [threading.Thread(target=approve), threading.Thread(target=expire)][:: 1 if round_ % 2 else -1]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+            assert not thread.is_alive()
+        # THEN exactly one wins: the card is APPROVED and the approver was told so, or EXPIRED and they were refused
+        card = _card_of(backend, waiting, f"requester/race-{round_}")
+        if outcome["approved"] is True:
+            assert card.status is ApprovalStatus.APPROVED
+            answered += 1
+        else:
+            assert card.status is ApprovalStatus.EXPIRED, (round_, outcome, card.status)
+            assert outcome["approved"] in ("action_not_pending", "input_expired", "not_waiting"), outcome
+            reasons.append(str(outcome["approved"]))
+            expired += 1
+    assert answered + expired == ROUNDS
+    print(f"\n{ROUNDS} rounds on {backend.name}: the approval won {answered}, the deadline {expired} {sorted(set(reasons))}")
+
+
+def _card_of(backend: Backend, turn: Turn, conversation: str) -> ApprovalMessage:
+    stored = backend.store.load(turn.id)
+    card = stored.cards[0]
+    assert isinstance(card, ApprovalMessage)
+    timeline = backend.memory(conversation).get_message(card.message_id)
+    assert isinstance(timeline, ApprovalMessage) and timeline.status == card.status
+    return card
