@@ -192,7 +192,8 @@ def test_the_deciding_approval_racing_the_deadline_has_exactly_one_winner(backen
             reasons.append(str(outcome["approved"]))
             expired += 1
     assert answered + expired == ROUNDS
-    print(f"\n{ROUNDS} rounds on {backend.name}: the approval won {answered}, the deadline {expired} {sorted(set(reasons))}")
+    won = f"the approval won {answered}, the deadline {expired} (the approver told {sorted(set(reasons))})"
+    print(f"\n{ROUNDS} rounds on {backend.name}: {won}")
 
 
 def _card_of(backend: Backend, turn: Turn, conversation: str) -> ApprovalMessage:
