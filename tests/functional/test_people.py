@@ -206,3 +206,36 @@ def test_a_deployment_that_lists_owner_cards_shows_the_callers_own_form_in_their
     assert "sortKey" not in items[0]["card"] and items[0]["since"]
     # AND another person sees none of it
     assert deployment.run(http_event("http_get_turn.json", path="/inbox", sub="someone-else")).json["items"] == []
+
+
+def _ag_ui_events(response: HttpResponse) -> list[dict[str, Any]]:
+    import json
+
+    assert response.status == 200, response.body
+    return [json.loads(frame.removeprefix("data: ")) for frame in response.body.split("\n\n") if frame]
+
+
+def test_ag_ui_resume_applies_the_same_rules(people: Deployment) -> None:
+    # GIVEN the requester's AG-UI thread, its refund waiting for two of finance (the requester excluded)
+    def run(body: dict[str, Any]) -> list[dict[str, Any]]:
+        event = http_event("http_start_turn.json", path="/ag-ui/refunds", body=body, sub=REQUESTER)
+        return _ag_ui_events(people.run(_as(event, REQUESTER)))
+
+    asked = run({"threadId": "agui-q", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "refund"}]})
+    [interrupt] = asked[-1]["outcome"]["interrupts"]
+    turn_id = interrupt["metadata"]["agentturn"]["turnId"]
+    version = _version(people, turn_id)
+    # WHEN the requester approves through resume[] THEN the run refuses it as an interrupt that is not open
+    resumed = run(
+        {
+            "threadId": "agui-q",
+            "runId": "r2",
+            "messages": [],
+            "resume": [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}],
+        }
+    )
+    assert resumed[-1]["type"] == "RUN_ERROR" and resumed[-1]["code"] == "agentturn:resume_unknown_interrupt"
+    assert "has no action" in resumed[-1]["message"]
+    # AND nothing changed: the card still waits for finance
+    assert _version(people, turn_id) == version
+    assert _get(people, ANN, "/inbox").json["items"][0]["turnId"] == turn_id
