@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentturn import ApprovalMessage, Approvers, Principal, ResumeCommand, Runner
+from agentturn import ApprovalMessage, ApprovalStatus, Approvers, Principal, ResumeCommand, Runner
 from agentturn.state.approvers import Assignment
 from agentturn.timeline.inbox import inbox_page
 from tests.contract.aws_adapters import fresh_dynamodb_adapters
@@ -98,3 +98,37 @@ def test_an_inbox_page_for_a_person_with_a_thousand_pending_cards(
     _say(f"whole inbox of 1,000 in {pages} pages of 100", walk)
     assert len(seen) == len(set(seen)) == 1000
     assert all(r.operation == "Query" for r in walk.requests)
+
+
+def test_a_card_for_several_principals_is_in_each_inbox_until_it_settles(
+    dynamodb_local: Emulator, moto_server: Emulator
+) -> None:
+    # GIVEN a card waiting for two users and a group (the card item carries the first; one entry each for the rest)
+    clock = FakeClock()
+    _, memory = fresh_dynamodb_adapters(dynamodb_local, moto_server, clock)
+    people = Assignment(approvers=Approvers(users=("ann", "bob"), groups=("finance",)), requested_by="requester")
+    card = ApprovalMessage(
+        message_id="t1:approval:call-r",
+        turn_id="t1",
+        sort_key="2026-12-05T00:00:00Z#t1#0001",
+        action_id="call-r",
+        tool_name="issue_refund",
+        people=people,
+    )
+    conversation = memory("requester/c")
+    conversation.append(card)
+    everyone = {
+        "ann": Principal("ann"),
+        "bob": Principal("bob"),
+        "carol": Principal("carol", frozenset({"finance"})),
+        "both": Principal("ann", frozenset({"finance"})),
+    }
+    # THEN each of them finds it once (ann through herself and finance: once), and an outsider does not
+    for principal in everyone.values():
+        assert [e.card.message_id for e in inbox_page(memory, principal, 10, None).entries] == [card.message_id]
+    assert inbox_page(memory, Principal("eve", frozenset({"sales"})), 10, None).entries == []
+    # WHEN the card settles THEN it leaves every inbox
+    settled = card.model_copy(update={"status": ApprovalStatus.APPROVED, "actions": [], "version": 2})
+    assert conversation.update_message(settled, 1)
+    for principal in everyone.values():
+        assert inbox_page(memory, principal, 10, None).entries == []
