@@ -80,10 +80,11 @@ class FormDefinition:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FormDefinition):
             return NotImplemented
-        return (self._form_key, self._description, self._schema) == (
+        return (self._form_key, self._description, self._schema, self._approvers) == (
             other._form_key,
             other._description,
             other._schema,
+            other._approvers,
         )
 
     def __hash__(self) -> int:
