@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from agentturn.ports.memory import ChatMemory, ChatMemoryProvider, InMemoryChatMemory
     from agentturn.ports.queue import InMemoryResumeQueue, ResumeMessage, ResumeQueue
     from agentturn.ports.store import InMemoryTurnStore, Lease, RunnableTurn, TurnStore
+    from agentturn.state.approvers import Approvers, Principal
     from agentturn.state.commands import ResumeCommand, ResumeKind
     from agentturn.state.messages import (
         AiMessage,
@@ -72,6 +73,8 @@ _LAZY: Final[dict[str, str]] = {
     "ApprovalPolicy": "agentturn.agents.agent",
     "ApprovalStatus": "agentturn.state.messages",
     "ApprovalVerdict": "agentturn.agents.agent",
+    "Approvers": "agentturn.state.approvers",
+    "Principal": "agentturn.state.approvers",
     "CardAction": "agentturn.state.messages",
     "ChatMemory": "agentturn.ports.memory",
     "ChatMemoryProvider": "agentturn.ports.memory",
@@ -156,6 +159,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalStatus",
     "ApprovalVerdict",
+    "Approvers",
     "CardAction",
     "ChatMemory",
     "ChatMemoryProvider",
@@ -183,6 +187,7 @@ __all__ = [
     "ModelError",
     "ModelErrorKind",
     "ModelMessage",
+    "Principal",
     "ResumeCommand",
     "ResumeKind",
     "ResumeMessage",

@@ -183,6 +183,10 @@ class RefusalReason(StrEnum):
     ARGUMENTS_CHANGED = "arguments_changed"
     #: an expiry was applied to a wait that has not expired
     NOT_EXPIRED = "not_expired"
+    #: the caller may not answer this action (told as "no such action": it does not say the action exists)
+    NOT_PERMITTED = "not_permitted"
+    #: this person already decided on this action (a card that waits for several people)
+    ALREADY_DECIDED = "already_decided"
 
 
 class InvalidResumeError(AgentTurnError):

@@ -134,3 +134,44 @@ def refund_desk_v2_other_form() -> list[Agent]:
 def refund_desk_v2_without_refunds() -> list[Agent]:
     """A next deploy that continues version 1 but no longer has the tool its turns wait to run."""
     return [_refund_desk("2", continues=["1"], schema=REFUND_FORM_SCHEMA, with_refund=False)]
+
+
+def people_agents() -> list[Agent]:
+    """A refund agent whose refunds wait for two people of finance who are not the requester."""
+    from typing import Any
+
+    from agentturn import (
+        AiMessage,
+        Approvers,
+        ChatRequest,
+        ScriptedChatModel,
+        Tool,
+        ToolApprovalDecision,
+        ToolCall,
+        ToolMessage,
+        Turn,
+    )
+
+    def model(request: ChatRequest) -> AiMessage:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            return AiMessage(content=f"done: {last.content}")
+        return AiMessage(tool_calls=[ToolCall(id="call-r", name="issue_refund", arguments={"amount": 4200})])
+
+    def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
+        return ToolApprovalDecision.require_approval(
+            "refund over 1,000", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
+        )
+
+    def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"refunded": arguments["amount"]}
+
+    return [
+        Agent(
+            id="refunds",
+            instructions="",
+            chat_model=ScriptedChatModel(model),
+            tools=[Tool("issue_refund", "refund an order", issue_refund)],
+            approval_policy=policy,
+        )
+    ]

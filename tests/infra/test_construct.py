@@ -143,7 +143,8 @@ def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[A
     blobs = {f"{BUCKET_ARN}/turns/*": TURN_BLOBS, f"{BUCKET_ARN}/conversations/*": TIMELINE_BLOBS}
     expected = {
         "run": {TURNS_ARN: {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
-                **timeline, f"{CONVERSATIONS_ARN}/index/byOwner": {"dynamodb:Query"}, **blobs,
+                **timeline, f"{CONVERSATIONS_ARN}/index/byOwner": {"dynamodb:Query"},
+                f"{CONVERSATIONS_ARN}/index/byAssignee": {"dynamodb:Query"}, **blobs,
                 QUEUE_ARN: {"sqs:SendMessage"}},
         "submit": {TURNS_ARN: {"dynamodb:GetItem", "dynamodb:UpdateItem"}, **timeline, **blobs,
                    QUEUE_ARN: {"sqs:SendMessage"}},

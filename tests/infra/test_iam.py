@@ -109,6 +109,8 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             **_timeline(ids),
             # GET /conversations: one Query on the sparse byOwner index, and nothing more on it.
             f"{ids['conversations']}/index/byOwner": {"dynamodb:Query"},
+            # GET /inbox: one Query per principal on the sparse byAssignee index, and nothing more on it.
+            f"{ids['conversations']}/index/byAssignee": {"dynamodb:Query"},
             **_blobs(ids),
             queue: {"sqs:SendMessage"},
             ids["run-logs"]: LOGS,

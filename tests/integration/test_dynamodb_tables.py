@@ -91,13 +91,17 @@ def test_the_definitions_are_plain_data_for_the_cdk_stack() -> None:
         "runnable": "KEYS_ONLY",
         "overdue": "INCLUDE",
     }
-    # The timeline has no local index (its key tells model entries from cards); the one global index is the
-    # sparse conversations list, which projects only the title
+    # The timeline has no local index (its key tells model entries from cards); the global indexes are the
+    # sparse conversations list, which projects only the title, and the sparse inbox of pending cards, which
+    # projects what an inbox page shows (the card's body)
     conversations = CONVERSATIONS_TABLE.create_table_request("conversations")
     assert "LocalSecondaryIndexes" not in conversations
-    [listing] = conversations["GlobalSecondaryIndexes"]
+    [listing, inbox] = conversations["GlobalSecondaryIndexes"]
     assert listing["IndexName"] == "byOwner"
     assert listing["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["title"]}
+    assert inbox["IndexName"] == "byAssignee"
+    assert [k["AttributeName"] for k in inbox["KeySchema"]] == ["assignee", "inboxDue"]
+    assert inbox["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["messageId", "body", "bodyRef"]}
     assert IDEMPOTENCY_TABLE.partition_key.name == "id"
     assert IDEMPOTENCY_TABLE.ttl_attribute == "expiration"
 

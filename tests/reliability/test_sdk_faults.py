@@ -40,7 +40,7 @@ from typing import Any, Final, Literal
 import boto3
 import pytest
 
-from agentturn import Agent, ExecutionPolicy, MCPServer, ScriptedChatModel, TurnStatus
+from agentturn import Agent, Approvers, ExecutionPolicy, MCPServer, ScriptedChatModel, ToolApprovalDecision, TurnStatus
 from agentturn.api.ownership import conversation_key
 from agentturn.api.sweeper import sweep
 from agentturn.api.telemetry import NullTelemetry
@@ -78,7 +78,7 @@ ROUNDS: Final = 40
 INPUT_TIMEOUT: Final = 300.0
 GROUP: Final = "sdk fault seeds"
 
-Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui", "mcp"]
+Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui", "mcp", "quorum"]
 FLOWS: Final[tuple[Flow, ...]] = (
     "form_tool",
     "form_model",
@@ -103,8 +103,12 @@ _INPUTS: Final[dict[Flow, tuple[str, str]]] = {
     "agui": ("support-agent", "create a high priority login incident ticket"),
     # The desk server's ticket tool asks which system is affected (input_required); the retry completes it.
     "mcp": ("mcp-agent", "open a ticket about the login"),
+    # A refund two people of finance approve, each with their own token (seeds of their own: QUORUM_SEEDS).
+    "quorum": ("quorum-refund", "refund order O-1001"),
 }
 MCP_ANSWER: Final = {"system": "SSO", "urgent": True}
+QUORUM_SEEDS: Final = int(os.environ.get("AGENTTURN_QUORUM_FAULT_SEEDS", "12"))
+APPROVERS: Final = ("ann-sub", "ben-sub")
 #: RUN_ERROR codes a careful AG-UI client tries again after (the others are answers, not failures).
 AGUI_RETRYABLE: Final = frozenset({"agentturn:unavailable", "agentturn:internal", "agentturn:continuing"})
 SUB: Final = "8f5e1c2a-7d3b-4a6e-9c1f-2b7d4e6a8c10"
@@ -151,7 +155,18 @@ def _agents(ledger: TicketLedger, mcp_url: str | None = None) -> list[Agent]:
         tools=list(support.tools.values()),
         policy=ExecutionPolicy(input_timeout=INPUT_TIMEOUT),
     )
-    return [*agents, timing_out]
+    refunds = next(a for a in agents if a.id == "refund-agent")
+    # The refund agent once more, its refunds waiting for two people of finance who are not the requester.
+    quorum = Agent(
+        "quorum-refund",
+        refunds.instructions,
+        refunds.chat_model,
+        tools=list(refunds.tools.values()),
+        approval_policy=lambda turn, call, tool: ToolApprovalDecision.require_approval(
+            "two of finance", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
+        ),
+    )
+    return [*agents, timing_out, quorum]
 
 
 @dataclass
@@ -341,6 +356,9 @@ class World:
         if self.flow == "agui":
             self._ag_ui_answer()
             return
+        if self.flow == "quorum":
+            self._two_approvers(turn)
+            return
         suspension = turn.suspension
         assert suspension is not None
         action = suspension.correlation_id
@@ -363,6 +381,20 @@ class World:
             data = {"form_tool": VALID_TICKET, "mcp": MCP_ANSWER}.get(self.flow, MEETING)
             event = Stack.submit_event(turn.id, action, {"data": data}, key, sub=SUB)
         self._accepted(event, key, self.flow)
+        self.acted = True
+
+    def _two_approvers(self, turn: Turn) -> None:
+        """Two people of finance approve, one after the other, each with their own token and key."""
+        for sub in APPROVERS:
+            key = f"client-{turn.id}-{sub}-quorum"
+            event = http_event(
+                "http_approve.json",
+                path=f"/turns/{turn.id}/actions/{turn.suspensions[0].correlation_id}/approve",
+                sub=sub,
+                headers={"idempotency-key": key},
+            )
+            event["requestContext"]["authorizer"]["jwt"]["claims"]["cognito:groups"] = "[finance]"
+            self._accepted(event, key, sub)
         self.acted = True
 
     def _answer_every_card(self, turn: Turn) -> None:
@@ -595,6 +627,25 @@ def test_sdk_faults_lose_double_and_strand_nothing(emulators: Emulators, seed: i
     for name, count in world.injector.fired.items():
         record("sdk faults by kind", **{name.rsplit(":", 1)[1]: count})
         record("sdk faults by call", **{name: count})
+
+
+@pytest.mark.parametrize("seed", range(QUORUM_SEEDS), ids=lambda seed: f"quorum_seed_{seed}")
+def test_a_quorum_approval_under_sdk_faults_loses_doubles_and_strands_nothing(emulators: Emulators, seed: int) -> None:
+    # GIVEN a refund waiting for two of finance, random SDK calls of the system failing inside botocore
+    reference = _reference(emulators, "quorum", _REFERENCES)
+    assert reference.cards == ["APPROVED"] and reference.side_effects == 1
+    world = World(emulators, 10_000 + seed, "quorum")
+    # WHEN both approvers answer (retrying 5xx with their own keys) while SQS redelivers and the sweeper ticks
+    world.run()
+    # THEN the refund ran once, after both approvals: nothing lost, doubled or stuck
+    world.injector.enabled = False
+    (turn,) = [t for t in world.turns() if len(t.messages) > 1]
+    _check(world, reference)
+    (card,) = turn.cards
+    assert card.people is not None and sorted(d.subject for d in card.people.decisions) == sorted(APPROVERS)
+    records = world.timeline.decisions(turn.conversation_id, turn.created_at, turn.id)
+    assert sorted(r.subject for r in records) == sorted(APPROVERS), f"{world.where}: audit {records}"
+    record("sdk fault seeds (quorum)", seeds=1, lost=0, doubled=0, stuck=0)
 
 
 def test_every_kind_of_fault_was_injected() -> None:

@@ -11,6 +11,7 @@ from agentturn.agents._signature import keyword_only_with_positional_fallback
 from agentturn.agents.tools import Tool, ToolSpec
 from agentturn.forms.definitions import REQUEST_USER_INPUT, UserInputTool
 from agentturn.ports.chat_model import ChatModel
+from agentturn.state.approvers import Approvers
 from agentturn.state.messages import ToolCall
 
 if TYPE_CHECKING:
@@ -71,14 +72,20 @@ class ApprovalVerdict(StrEnum):
 class ToolApprovalDecision:
     verdict: ApprovalVerdict
     message: str = ""
+    #: who may approve besides the turn's owner (None: the owner alone), frozen with the wait
+    approvers: Approvers | None = None
 
     @classmethod
     def allow(cls) -> ToolApprovalDecision:
         return cls(ApprovalVerdict.ALLOW)
 
     @classmethod
-    def require_approval(cls, message: str = "") -> ToolApprovalDecision:
-        return cls(ApprovalVerdict.REQUIRE_APPROVAL, message)
+    def require_approval(cls, message: str = "", *, approvers: Approvers | None = None) -> ToolApprovalDecision:
+        """Wait for a person: the turn's owner, or — with ``approvers`` — the people it names (see
+        :class:`~agentturn.state.approvers.Approvers`: users, groups, a quorum)."""
+        if approvers is not None and not isinstance(approvers, Approvers):
+            raise TypeError("approvers must be agentturn.Approvers")
+        return cls(ApprovalVerdict.REQUIRE_APPROVAL, message, approvers)
 
     @classmethod
     def deny(cls, message: str = "") -> ToolApprovalDecision:

@@ -24,6 +24,7 @@ from agentturn.agui.interrupts import APPROVED, EDITED_ARGS, REASON, RESPOND, TE
 from agentturn.engine.idempotency import is_replay
 from agentturn.engine.resume import apply_resume
 from agentturn.errors import FormValidationError, IdempotencyConflictError, InvalidResumeError, RefusalReason
+from agentturn.state.approvers import Principal
 from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import ApprovalMessage, FormMessage, TimelineMessage
 from agentturn.state.turn import Suspension, SuspensionType, Turn
@@ -122,9 +123,16 @@ def _form_errors(interrupt_id: str, error: FormValidationError) -> ResumeRefused
     return _payload_error(interrupt_id, f"does not match its responseSchema ({listed})")
 
 
-def decide(turn: Turn | None, entries: Sequence[ResumeEntry], run_id: str, now: float) -> list[ResumeCommand]:
+def decide(
+    turn: Turn | None,
+    entries: Sequence[ResumeEntry],
+    run_id: str,
+    now: float,
+    principal: Principal | None = None,
+) -> list[ResumeCommand]:
     """The checked commands that answer every open interrupt of ``turn``, in the order of its cards;
-    :class:`ResumeRefused` if any cannot be applied (then none is)."""
+    :class:`ResumeRefused` if any cannot be applied (then none is). Each is given by ``principal`` (the verified
+    caller and their groups), so a card with approvers refuses a caller it does not name, as the HTTP routes do."""
     open_ = open_interrupts(turn)
     answered = {entry.interrupt_id: entry for entry in entries}
     unknown = [i for i in answered if i not in open_]
@@ -144,6 +152,8 @@ def decide(turn: Turn | None, entries: Sequence[ResumeEntry], run_id: str, now: 
         if suspension.is_expired(now):
             raise ResumeRefused(RunErrorCode.RESUME_EXPIRED, f"interrupt {interrupt_id!r} expired")
         command = command_for(interrupt_id, suspension, answered[interrupt_id], run_id)
+        if principal is not None:
+            command = command.by(principal)
         try:
             # Tried on the stored turn, each on its own (they answer different cards): pure, nothing written.
             apply_resume(turn, command, now)
@@ -156,7 +166,11 @@ def decide(turn: Turn | None, entries: Sequence[ResumeEntry], run_id: str, now: 
 
 
 def replayed(
-    turns: Mapping[str, Turn], entries: Sequence[ResumeEntry], suspensions: Mapping[str, Suspension], run_id: str
+    turns: Mapping[str, Turn],
+    entries: Sequence[ResumeEntry],
+    suspensions: Mapping[str, Suspension],
+    run_id: str,
+    principal: Principal | None = None,
 ) -> bool:
     """Whether every entry is an answer the turn named for it already accepted (a resume sent again).
 
@@ -171,6 +185,8 @@ def replayed(
             command = command_for(entry.interrupt_id, suspension, entry, run_id)
         except ResumeRefused:
             return False
+        if principal is not None:
+            command = command.by(principal)
         try:
             if not is_replay(turn, command):
                 return False

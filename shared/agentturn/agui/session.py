@@ -70,6 +70,7 @@ from agentturn.errors import (
 )
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.store import Lease
+from agentturn.state.approvers import Principal
 from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import TimelineMessage
 from agentturn.state.turn import Suspension, Turn
@@ -118,10 +119,13 @@ class AgUiSession:
         should_yield: YieldProbe,
         *,
         sleep: Sleep = time.sleep,
+        groups: frozenset[str] = frozenset(),
     ) -> None:
         self.services = services
         self.telemetry = telemetry
         self.caller = caller
+        #: who answers this run's resume[]: the caller with the groups of their verified token (Approvers)
+        self.principal = Principal(caller, groups)
         self.agent_id = agent_id
         self.input = run_input
         self.should_yield = should_yield
@@ -280,7 +284,7 @@ class AgUiSession:
                 current = self._follow(current)
             self._finish(current)
             return
-        commands = decide(turn, entries, self.input.run_id, self.services.clock())
+        commands = decide(turn, entries, self.input.run_id, self.services.clock(), self.principal)
         assert turn is not None  # decide refuses a resume on a thread with nothing open
         self._events.follow(turn, seen=len(turn.messages))
         runner = self._runner()
@@ -300,7 +304,7 @@ class AgUiSession:
 
     def _accept(self, runner: Runner, turn_id: str, command: ResumeCommand) -> Turn:
         try:
-            return runner.accept_answer(turn_id, command.with_metadata("submittedBy", self.caller)).turn
+            return runner.accept_answer(turn_id, command.by(self.principal)).turn
         except IdempotencyConflictError:
             raise ResumeRefused(
                 RunErrorCode.RESUME_CONFLICT, f"action {command.action_id!r} was answered before with another answer"
@@ -329,7 +333,7 @@ class AgUiSession:
                 loaded[card.turn_id] = found
             turns[entry.interrupt_id] = loaded[card.turn_id]
             suspensions[entry.interrupt_id] = suspension
-        if len(loaded) != 1 or not replayed(turns, entries, suspensions, self.input.run_id):
+        if len(loaded) != 1 or not replayed(turns, entries, suspensions, self.input.run_id, self.principal):
             return None
         return next(iter(loaded.values()))
 

@@ -185,8 +185,11 @@ class HttpApi:
             if document is None:
                 raise problems.body_required()
             agent_id = ag_ui_agent_id(route, request_path(event))
+            from agentturn.api.identity import jwt_groups
+
+            groups = jwt_groups(event, self.services.settings.groups_claim)
             session = Operations(self.services, self.telemetry).ag_ui_session(
-                caller, agent_id, document, self._yield_probe(context)
+                caller, agent_id, document, self._yield_probe(context), groups
             )
         except ProblemError as problem:
             return StreamedAnswer.whole(problem.to_api_gateway())

@@ -35,3 +35,13 @@ def jwt_subject(event: Mapping[str, Any]) -> str | None:
     claims = _get(_get(_get(_get(event, "requestContext"), "authorizer"), "jwt"), "claims")
     subject = _get(claims, "sub")
     return subject if isinstance(subject, str) and valid_subject(subject) else None
+
+
+def jwt_groups(event: Mapping[str, Any], claim: str) -> frozenset[str]:
+    """The caller's groups: the verified token's ``claim`` (``cognito:groups`` by default), and nothing else —
+    never a header or the body. API Gateway's JWT authorizer hands an array claim over as one string
+    (``"[finance oncall]"``); :func:`agentturn.state.approvers.groups_from_claim` reads every form."""
+    from agentturn.state.approvers import groups_from_claim
+
+    claims = _get(_get(_get(_get(event, "requestContext"), "authorizer"), "jwt"), "claims")
+    return groups_from_claim(_get(claims, claim))

@@ -232,6 +232,49 @@ class ConversationsView(ApiModel):
     next_cursor: str | None = None
 
 
+class InboxItemView(ApiModel):
+    """A card waiting for the caller: in a conversation of theirs, or assigned to them or a group of theirs."""
+
+    turn_id: str
+    action_id: str
+    #: ``agent_approval`` or ``agent_form``
+    type: str
+    #: The caller's own conversation id, when the card is in a conversation of theirs (absent for an approver).
+    conversation_id: str | None = None
+    #: What the turn is about (the first line of its input), for an approver who cannot open the conversation.
+    title: str = ""
+    #: The card's title: the tool to approve, or the form's description.
+    card_title: str
+    #: Who asked (the subject who started the turn).
+    requested_by: str | None = None
+    #: Since when it waits (ISO 8601, UTC), when known.
+    since: str | None = None
+    #: When it can no longer be answered (ISO 8601, UTC); absent when it waits forever.
+    deadline: str | None = None
+    #: ``waiting for finance (1 of 2)`` on a card several people answer.
+    waiting_for: str | None = None
+    #: The card itself (arguments, schema, decisions so far): what an approver needs to decide.
+    card: TimelineMessage
+
+
+class InboxView(ApiModel):
+    """What waits for the caller, deadline first (none last), then oldest first."""
+
+    items: list[InboxItemView]
+    #: Opaque and the caller's alone; pass it as ``cursor`` for the next page. Absent on the last page.
+    next_cursor: str | None = None
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, exclude={"items": {"__all__": {"card": {"sort_key"}}}})
+
+
+class AuditView(ApiModel):
+    """The turn's decisions, one immutable record each, in the order they were made."""
+
+    turn_id: str
+    records: list[dict[str, Any]]
+
+
 class ProblemLocation(StrEnum):
     """Which part of the request a field problem is in (absent for form data: its paths point into ``data``)."""
 

@@ -15,13 +15,16 @@ from typing import TYPE_CHECKING, Any
 from agentturn.api import problems
 from agentturn.api.models import (
     ActionAccepted,
+    AuditView,
     CancelAccepted,
     ConversationSummaryView,
     ConversationsView,
+    InboxItemView,
+    InboxView,
     MessagesView,
     StartTurnRequest,
 )
-from agentturn.api.ownership import OWNER_KEY, conversation_key
+from agentturn.api.ownership import OWNER_KEY, conversation_key, owns
 from agentturn.api.services import OwnerScopedStore, Services
 from agentturn.api.telemetry import Telemetry, metrics_listener
 from agentturn.engine.handoff import pack_snapshot, serializer_of
@@ -34,10 +37,13 @@ from agentturn.errors import (
     RefusalReason,
     SnapshotUnreadableError,
     StorageError,
+    TurnNotFoundError,
     UnknownAgentError,
 )
 from agentturn.ports.queue import carries_snapshots
+from agentturn.state.approvers import Principal
 from agentturn.state.commands import ResumeCommand
+from agentturn.state.messages import ApprovalMessage
 from agentturn.state.turn import Turn
 from agentturn.timeline.conversation_list import ConversationDirectory, InvalidCursorError
 from agentturn.timeline.repair import read_repaired
@@ -130,7 +136,12 @@ class Operations:
             raise problems.agent_not_found(agent_id or "", self.services.agents.ids()) from None
 
     def ag_ui_session(
-        self, caller: str, agent_id: str | None, document: object, should_yield: YieldProbe
+        self,
+        caller: str,
+        agent_id: str | None,
+        document: object,
+        should_yield: YieldProbe,
+        groups: frozenset[str] = frozenset(),
     ) -> AgUiSession:
         """An AG-UI run, checked before any event is sent: the input (422 naming each field) and the agent (404).
 
@@ -144,7 +155,7 @@ class Operations:
         except InputError as exc:
             raise problems.request_validation(exc.errors) from None
         self._agent_for_ag_ui(agent_id)
-        return AgUiSession(self.services, self.telemetry, caller, agent_id, run_input, should_yield)
+        return AgUiSession(self.services, self.telemetry, caller, agent_id, run_input, should_yield, groups=groups)
 
     def ag_ui_capabilities(self, agent_id: str | None) -> dict[str, Any]:
         from agentturn.agui.capabilities import capabilities
@@ -187,6 +198,59 @@ class Operations:
             next_cursor=page.cursor,
         )
 
+    def inbox(self, caller: str, groups: frozenset[str], limit: int, cursor: str | None) -> InboxView:
+        """What waits for the caller: one read per principal (theirs, each group's), never a scan."""
+        from agentturn.timeline.inbox import Inbox, inbox_page
+
+        memory = self.services.chat_memory
+        if not isinstance(memory, Inbox):
+            return InboxView(items=[])
+        principal = Principal(caller, groups)
+        try:
+            page = inbox_page(memory, principal, limit, cursor)
+        except InvalidCursorError as exc:
+            raise problems.request_validation([{"path": "/cursor", "in": "query", "message": str(exc)}]) from None
+        own = conversation_key(caller, "")
+        items: list[InboxItemView] = []
+        for entry in page.entries:
+            card, people = entry.card, entry.card.people
+            mine = entry.conversation_id.startswith(own)
+            items.append(
+                InboxItemView(
+                    turn_id=card.turn_id or "",
+                    action_id=card.action_id,
+                    type=card.type,
+                    conversation_id=entry.conversation_id.removeprefix(own) if mine else None,
+                    title=people.title if people is not None else "",
+                    card_title=card.tool_name
+                    if isinstance(card, ApprovalMessage)
+                    else card.description or card.form_key,
+                    requested_by=people.requested_by if people is not None else caller,
+                    # A card without approvers: its turn's start (the first part of every entry's sort key).
+                    since=people.asked_at if people is not None else (card.sort_key.split("#", 1)[0] or None),
+                    deadline=card.expires_at,
+                    waiting_for=people.waiting_for if people is not None else None,
+                    card=card,
+                )
+            )
+        return InboxView(items=items, next_cursor=page.cursor)
+
+    def audit(self, caller: str, groups: frozenset[str], turn_id: str) -> AuditView:
+        """The turn's audit records, for its owner and for the people who decided on its cards; anyone else gets
+        the 404 of a missing turn."""
+        from agentturn.ports.audit import AuditLog, AuditRecord, card_records
+
+        self.telemetry.bind(turnId=turn_id)
+        turn = self.services.store.load(turn_id)
+        memory = self.services.chat_memory
+        records: list[AuditRecord] = (
+            memory.decisions(turn.conversation_id, turn.created_at, turn.id) if isinstance(memory, AuditLog) else []
+        )
+        if not owns(turn, caller) and not any(r.subject == caller for r in records):
+            raise TurnNotFoundError(turn_id)
+        every = sorted([*records, *card_records(turn)], key=lambda r: r.at)
+        return AuditView(turn_id=turn.id, records=[r.to_wire() for r in every])
+
     def list_messages(self, caller: str, conversation_id: str, limit: int) -> MessagesView:
         self.telemetry.bind(conversationId=conversation_id)
         key = conversation_key(caller, conversation_id)
@@ -199,13 +263,21 @@ class Operations:
 
     # ------------------------------------------------------------------ answers
 
-    def answer(self, caller: str, turn_id: str, command: ResumeCommand, key: str) -> ActionAccepted:
-        """Apply a person's answer (any kind of :class:`ResumeCommand`) and hand the turn to a worker."""
+    def answer(
+        self, caller: str, turn_id: str, command: ResumeCommand, key: str, groups: frozenset[str] = frozenset()
+    ) -> ActionAccepted:
+        """Apply a person's answer (any kind of :class:`ResumeCommand`) and hand the turn to a worker.
+
+        ``groups`` are the caller's from the verified token: a card with approvers admits its approvers (the
+        owner's other turns stay hidden from them; :class:`~agentturn.api.services.AnswerScopedStore`).
+        """
         self.telemetry.bind(turnId=turn_id, actionId=command.action_id or "")
         # The idempotency record lives in the snapshot (turn.accepted_requests), written by the same
         # conditional write that applies the answer: no extra request, and no window between the two.
-        command = command.with_metadata("submittedBy", caller).with_metadata("requestId", key)
-        answer = self._runner_for(caller).accept_answer(turn_id, command)
+        principal = Principal(caller, groups)
+        command = command.by(principal).with_metadata("requestId", key)
+        store = self.services.answer_store(principal, command.action_id or "", key)
+        answer = self._runner_for(caller, store).accept_answer(turn_id, command)
         turn = answer.turn
         accepted = turn.accepted_requests.get(key)
         if accepted is None:

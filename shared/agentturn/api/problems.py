@@ -270,6 +270,7 @@ _RESUME_CONFLICTS: Final[Mapping[RefusalReason, tuple[str, str]]] = {
     RefusalReason.NOT_SUSPENDABLE: ("turn-not-waiting", "Turn is not waiting for a person"),
     RefusalReason.INPUT_EXPIRED: ("input-expired", "The time to answer has passed"),
     RefusalReason.ARGUMENTS_CHANGED: ("arguments-changed", "The approval names other arguments than the card"),
+    RefusalReason.ALREADY_DECIDED: ("already-decided", "You already decided on this action"),
 }
 
 
@@ -284,7 +285,8 @@ def from_core_error(exc: AgentTurnError, *, conversation_id: str | None = None) 
     if isinstance(exc, SnapshotUnreadableError):
         return turn_unreadable(exc)
     if isinstance(exc, InvalidResumeError):
-        if exc.reason is RefusalReason.UNKNOWN_ACTION:
+        # A caller who may not answer an action is told what a caller naming a missing one is: no existence leak.
+        if exc.reason in (RefusalReason.UNKNOWN_ACTION, RefusalReason.NOT_PERMITTED):
             return ProblemError(404, "action-not-found", "Action not found", str(exc))
         slug, title = _RESUME_CONFLICTS.get(exc.reason, ("invalid-resume", "Answer does not fit the turn"))
         return ProblemError(409, slug, title, str(exc))

@@ -26,14 +26,17 @@ from pydantic import BaseModel
 
 from agentturn.api import problems
 from agentturn.api.body import header, strict_loads
+from agentturn.api.identity import jwt_groups
 from agentturn.api.models import (
     CONVERSATION_ID_PATTERN,
     ActionAccepted,
     ApiModel,
     ApproveRequest,
+    AuditView,
     CancelAccepted,
     ConversationsView,
     DeclineRequest,
+    InboxView,
     MessagesView,
     Problem,
     RejectRequest,
@@ -312,6 +315,41 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             return _json(200, turn_view(turn))
 
         @app.get(
+            rule("getTurnAudit"),
+            operation_id="getTurnAudit",
+            summary="The turn's decisions: one immutable record each (who, their groups, when, what they saw, "
+            "the answer); for its owner and the people who decided",
+            responses=_responses({200: ("The audit records, oldest first", AuditView)}, (404,)),
+            tags=["turns"],
+        )
+        def get_turn_audit(turn_id: _TURN_ID_PARAM) -> Response[str]:
+            context = _request(app)
+            operations = context.operations()
+            groups = jwt_groups(context.event, operations.services.settings.groups_claim)
+            return _json(200, operations.audit(_caller(context), groups, _turn_id(turn_id)))
+
+        @app.get(
+            rule("listInbox"),
+            operation_id="listInbox",
+            summary="What waits for the caller across conversations: cards of their turns, and cards assigned to "
+            "them or to one of their groups; deadline first, then oldest",
+            responses=_responses({200: ("A page of waiting cards", InboxView)}, (422,)),
+            tags=["inbox"],
+        )
+        def list_inbox(
+            limit: Annotated[int, Query(ge=1, le=100, description="How many cards per page.")] = 20,
+            cursor: Annotated[
+                str | None,
+                Query(max_length=4096, description="The `nextCursor` of the previous page (opaque, the caller's own)."),
+            ] = None,
+        ) -> Response[str]:
+            context = _request(app)
+            operations = context.operations()
+            # Groups from the verified token only, as for answers.
+            groups = jwt_groups(context.event, operations.services.settings.groups_claim)
+            return _json(200, operations.inbox(_caller(context), groups, limit, cursor))
+
+        @app.get(
             rule("listConversations"),
             operation_id="listConversations",
             summary="The caller's conversations, newest activity first, with title and last activity",
@@ -362,7 +400,10 @@ def build_resolver(groups: Collection[RouteGroup], *, openapi_document: Callable
             # The order of the checks is the order of the problems a client sees: 401, then 400, then 404.
             caller, key = _caller(context), idempotency_key(context.event)
             tid = _turn_id(turn_id)
-            result = context.operations().answer(caller, tid, command(_action_id(tid, action_id)), key)
+            operations = context.operations()
+            # Groups from the verified token only: a group named in the body or a header counts for nothing.
+            groups = jwt_groups(context.event, operations.services.settings.groups_claim)
+            result = operations.answer(caller, tid, command(_action_id(tid, action_id)), key, groups)
             return _json(202, result, {"Location": f"/turns/{tid}"})
 
         @answer_route("submitForm", "Submit a form card's data (validated against the schema frozen in the turn)")
@@ -470,8 +511,10 @@ def _register_ag_ui(app: APIGatewayHttpResolver, rule: Callable[[str], str]) -> 
     def run(agent_id: str | None) -> Response[str]:
         context = _request(app)
         caller = _caller(context)
-        session = context.operations().ag_ui_session(
-            caller, agent_id, ag_ui_document(context.event), context.should_yield
+        operations = context.operations()
+        groups = jwt_groups(context.event, operations.services.settings.groups_claim)
+        session = operations.ag_ui_session(
+            caller, agent_id, ag_ui_document(context.event), context.should_yield, groups
         )
         # The buffered answer (API Gateway's HTTP API cannot stream a Lambda's answer): the whole run at once.
         body = b"".join(encode(event) for event in session.events()).decode()

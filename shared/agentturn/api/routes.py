@@ -75,6 +75,8 @@ ROUTES: Final = (
     RouteSpec("GET", "/conversations", RouteGroup.READ, "listConversations"),
     RouteSpec("GET", "/conversations/{conversationId}/messages", RouteGroup.READ, "listMessages"),
     RouteSpec("GET", "/turns/{turnId}", RouteGroup.READ, "getTurn"),
+    RouteSpec("GET", "/turns/{turnId}/audit", RouteGroup.READ, "getTurnAudit"),
+    RouteSpec("GET", "/inbox", RouteGroup.READ, "listInbox"),
     RouteSpec("POST", "/turns/{turnId}/actions/{actionId}/submit", RouteGroup.ACTIONS, "submitForm", idempotent=True),
     RouteSpec("POST", "/turns/{turnId}/actions/{actionId}/decline", RouteGroup.ACTIONS, "declineForm", idempotent=True),
     RouteSpec(

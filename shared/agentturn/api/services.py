@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agentturn.ports.memory import ChatMemoryProvider
     from agentturn.ports.queue import ResumeQueue
     from agentturn.ports.store import Lease, RunnableTurn, TurnStore
+    from agentturn.state.approvers import Principal
     from agentturn.state.turn import QueuedAnswer, Turn
 
 
@@ -126,6 +127,35 @@ class OwnerScopedStore:
         )
 
 
+class AnswerScopedStore(OwnerScopedStore):
+    """The store view of one answer: the owner's turns, and the turn whose action ``action_id`` the caller may
+    answer as one of its approvers (``Approvers``). Anyone else gets the 404 of a missing turn, so a card never
+    says it exists to someone who may not answer it."""
+
+    def __init__(self, inner: TurnStore, principal: Principal, action_id: str, request_id: str) -> None:
+        super().__init__(inner, principal.subject)
+        self.principal = principal
+        self.action_id = action_id
+        self.request_id = request_id
+
+    def _admit(self, turn: Turn) -> Turn:
+        if owns(turn, self.owner) or self._answers(turn):
+            self._checked.add(turn.id)
+            return turn
+        raise TurnNotFoundError(turn.id)
+
+    def _answers(self, turn: Turn) -> bool:
+        from agentturn.state.approvers import permitting_groups
+
+        waited = turn.suspension_for(self.action_id)
+        if waited is not None and waited.people is not None:
+            people = waited.people
+            return permitting_groups(people.approvers, people.requested_by, self.principal) is not None
+        # A retry of this person's own answer, after it settled the card: the replay answers it as the first time.
+        accepted = turn.accepted_requests.get(self.request_id)
+        return accepted is not None and accepted.by == self.owner and accepted.action_id == self.action_id
+
+
 def no_handoff_key() -> bytes | None:
     """No key: resume messages carry no snapshot (every worker claims)."""
     return None
@@ -146,6 +176,9 @@ class Services:
 
     def scoped_store(self, owner: str) -> OwnerScopedStore:
         return OwnerScopedStore(self.store, owner)
+
+    def answer_store(self, principal: Principal, action_id: str, request_id: str) -> AnswerScopedStore:
+        return AnswerScopedStore(self.store, principal, action_id, request_id)
 
     def runner(
         self,

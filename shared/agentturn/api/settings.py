@@ -77,6 +77,12 @@ class Settings:
     #: An AG-UI run with no input on a thread whose turn runs elsewhere (the worker) follows it this long, then
     #: answers with what is stored (0: answers at once).
     ag_ui_follow_seconds: int = 20
+    #: The verified token's claim that lists the caller's groups (``Approvers(groups=...)``): Cognito's
+    #: ``cognito:groups``, or the claim an OIDC issuer uses.
+    groups_claim: str = "cognito:groups"
+    #: ``GET /inbox`` also lists the caller's own cards that name no approvers: two index writes more per form
+    #: cycle (the card enters the ``byAssignee`` index and leaves it), so off unless a deployment asks.
+    inbox_owner_cards: bool = False
 
     def __post_init__(self) -> None:
         if self.retry_base_seconds > self.retry_max_seconds:
@@ -102,4 +108,6 @@ class Settings:
             retry_base_seconds=_int(env, "AGENTTURN_RETRY_BASE_SECONDS", cls.retry_base_seconds, 1, 900),
             retry_max_seconds=_int(env, "AGENTTURN_RETRY_MAX_SECONDS", cls.retry_max_seconds, 1, 900),
             ag_ui_follow_seconds=_int(env, "AGENTTURN_AG_UI_FOLLOW_SECONDS", cls.ag_ui_follow_seconds, 0, 900),
+            groups_claim=_text(env, "AGENTTURN_GROUPS_CLAIM", cls.groups_claim) or cls.groups_claim,
+            inbox_owner_cards=_flag(env, "AGENTTURN_INBOX_OWNER_CARDS", default=cls.inbox_owner_cards),
         )

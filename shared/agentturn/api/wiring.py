@@ -143,7 +143,11 @@ def services_from_env(environ: Mapping[str, str] | None = None, *, clients: AwsC
         terminal_ttl_seconds=settings.terminal_ttl_seconds,
     )
     memory = DynamoDBChatMemory(
-        resources.conversations_table, client=clients.dynamodb, s3_client=clients.s3, bucket=bucket
+        resources.conversations_table,
+        client=clients.dynamodb,
+        s3_client=clients.s3,
+        bucket=bucket,
+        inbox_owner_cards=settings.inbox_owner_cards,
     )
     queue = SqsResumeQueue(resources.resume_queue_url, clients.sqs)
     agents = AgentCatalog.from_spec(settings.agents, default_agent=settings.default_agent)

@@ -67,9 +67,10 @@ from agentturn.aws._support import (
     written_by,
 )
 from agentturn.aws._support import s3_client as default_s3_client
-from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec, attribute_size
+from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec, attribute_size, decode_inline
 from agentturn.aws.translate import storage_error, translates_errors
 from agentturn.errors import StorageUnavailableError
+from agentturn.ports.audit import AuditRecord, record_key
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.serializer import JSON, Serializer
 from agentturn.state.messages import (
@@ -87,6 +88,7 @@ from agentturn.timeline.conversation_list import (
     decode_cursor,
     encode_cursor,
 )
+from agentturn.timeline.inbox import InboxEntry, assignees, due
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -128,6 +130,11 @@ _MODEL_PREFIX: Final = tables.MODEL_ENTRY_PREFIX
 _CARD_PREFIX: Final = tables.CARD_ENTRY_PREFIX
 _SEPARATOR: Final = "\x1f"
 _HEAD: Final = "head"
+_AUDIT_PREFIX: Final = tables.AUDIT_ENTRY_PREFIX
+_INBOX_PREFIX: Final = tables.INBOX_ENTRY_PREFIX
+_ASSIGNEE: Final = tables.ASSIGNEE
+_INBOX_DUE: Final = tables.INBOX_DUE
+_AUDIT: TypeAdapter[AuditRecord] = TypeAdapter(AuditRecord)
 
 _NAMES: Final = {
     "#cid": _CID,
@@ -220,8 +227,11 @@ class DynamoDBChatMemory:
         consistent_reads: bool = True,
         key_prefix: str = "conversations/",
         serializer: Serializer = JSON,
+        inbox_owner_cards: bool = False,
     ) -> None:
         self.table_name = table_name
+        #: Also list cards without approvers in their owner's inbox (two index writes per form cycle more).
+        self.inbox_owner_cards = inbox_owner_cards
         self.client: DynamoDBClient = client if client is not None else dynamodb_client()
         blobs = None
         if bucket is not None:
@@ -289,6 +299,94 @@ class DynamoDBChatMemory:
             next_cursor = encode_cursor(owner, summaries[-1].last_activity_at, summaries[-1].conversation_id)
         return ConversationPage(conversations=summaries, cursor=next_cursor)
 
+    # ------------------------------------------------------------------ the inbox (agentturn.timeline.inbox.Inbox)
+
+    def pending_for(self, assignee: str, after: str | None, limit: int) -> tuple[list[InboxEntry], bool]:
+        """One Query of the sparse ``byAssignee`` index (eventually consistent, as every GSI read)."""
+        condition = "#as = :as" + (" AND #due > :after" if after is not None else "")
+        values: Item = {":as": {"S": assignee}}
+        if after is not None:
+            values[":after"] = {"S": after}
+        try:
+            response = self.client.query(
+                TableName=self.table_name,
+                IndexName=tables.INBOX_INDEX,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames=(
+                    {"#as": _ASSIGNEE, "#due": _INBOX_DUE} if after is not None else {"#as": _ASSIGNEE}
+                ),
+                ExpressionAttributeValues=values,
+                # One more than asked tells whether more follow, in the same request.
+                Limit=max(limit, 1) + 1,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise storage_error(exc, "DynamoDBChatMemory.pending_for") from exc
+        items = cast("list[Item]", response.get("Items", []))
+        entries: list[InboxEntry] = []
+        for item in items[: max(limit, 1)]:
+            conversation = DynamoDBConversation(self, as_str(item.get(_CID)) or "")
+            card = conversation._decode(item, _TIMELINE)
+            if isinstance(card, FormMessage | ApprovalMessage):
+                entries.append(InboxEntry(conversation.conversation_id, card, as_str(item.get(_INBOX_DUE)) or ""))
+        return entries, len(items) > max(limit, 1) or bool(response.get("LastEvaluatedKey") and len(items) > limit)
+
+    # ------------------------------------------------------------------ audit records (agentturn.ports.audit)
+
+    @staticmethod
+    def _audit_prefix(created_at: str, turn_id: str) -> str:
+        # The prefix retention deletes a turn's entries by (agentturn.aws.retention).
+        return f"{_AUDIT_PREFIX}{created_at}#{turn_id}#"
+
+    def record_decision(self, conversation_id: str, created_at: str, record: AuditRecord) -> bool:
+        """One conditional PutItem: never over a record that is there (a retry's finds its own and stops)."""
+        item: Item = {
+            _CID: {"S": conversation_id},
+            _SK: {"S": self._audit_prefix(created_at, record.turn_id) + record_key(record)},
+            _MESSAGE_ID: {"S": f"{record.turn_id}:audit:{record_key(record)}"},
+            _BODY: {"S": self.serializer.dumps(record)},
+        }
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#sk)",
+                ExpressionAttributeNames={"#sk": _SK},
+            )
+        except ClientError as exc:
+            if error_code(exc) == CONDITION_FAILED:
+                return False
+            raise storage_error(exc, "DynamoDBChatMemory.record_decision") from exc
+        except BotoCoreError as exc:
+            raise storage_error(exc, "DynamoDBChatMemory.record_decision") from exc
+        return True
+
+    def decisions(self, conversation_id: str, created_at: str, turn_id: str) -> list[AuditRecord]:
+        records: list[AuditRecord] = []
+        kwargs: dict[str, Any] = {}
+        while True:
+            try:
+                response = self.client.query(
+                    TableName=self.table_name,
+                    KeyConditionExpression="#cid = :cid AND begins_with(#sk, :prefix)",
+                    ExpressionAttributeNames={"#cid": _CID, "#sk": _SK},
+                    ExpressionAttributeValues={
+                        ":cid": {"S": conversation_id},
+                        ":prefix": {"S": self._audit_prefix(created_at, turn_id)},
+                    },
+                    ConsistentRead=True,
+                    **kwargs,
+                )
+            except (ClientError, BotoCoreError) as exc:
+                raise storage_error(exc, "DynamoDBChatMemory.decisions") from exc
+            records += [
+                self.serializer.loads(decode_inline(cast("Item", item)[_BODY]), _AUDIT)
+                for item in response.get("Items", [])
+            ]
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                return sorted(records, key=lambda r: r.at)
+            kwargs["ExclusiveStartKey"] = start
+
 
 @translates_errors
 class DynamoDBConversation:
@@ -302,6 +400,7 @@ class DynamoDBConversation:
         self._serializer = memory.serializer
         self._key_prefix = memory.key_prefix
         self._consistent = memory.consistent_reads
+        self._inbox_owner_cards = memory.inbox_owner_cards
 
     # ------------------------------------------------------------------ items
 
@@ -333,7 +432,31 @@ class DynamoDBConversation:
         if isinstance(message, FormMessage | ApprovalMessage):
             item[_VERSION] = {"N": str(message.version)}
             item[_TYPE] = {"S": message.type}
+            keys = assignees(self.conversation_id, message, owner_cards=self._inbox_owner_cards)
+            if keys:
+                # The inbox rides on the card's own write: a pending card is in the sparse index under its first
+                # assignee; the write that settles it (a whole-item put without these) takes it out.
+                item[_ASSIGNEE] = {"S": keys[0]}
+                item[_INBOX_DUE] = {"S": due(message)}
         return item
+
+    def _inbox_extras(self, card: FormMessage | ApprovalMessage, item: Item) -> None:
+        """A card waiting for several principals: an inbox entry for each after the first (the card carries the
+        first), put while it waits and put again without its assignee once the card settles (out of the sparse
+        index; the item leaves with its turn, so the functions need no DeleteItem). One request each, only for
+        such cards."""
+        if card.people is None:
+            return
+        pending = card.status == "PENDING"
+        for key in card.people.approvers.inbox_keys()[1:]:
+            sk = f"{_INBOX_PREFIX}{card.sort_key}{_SEPARATOR}{card.message_id}{_SEPARATOR}{key}"
+            if pending:
+                extra = {k: v for k, v in item.items() if k not in (_VERSION, _TYPE, WRITE_ID)}
+                extra[_SK] = {"S": sk}
+                extra[_ASSIGNEE] = {"S": key}
+            else:
+                extra = {_CID: {"S": self.conversation_id}, _SK: {"S": sk}, _MESSAGE_ID: {"S": card.message_id}}
+            self._client.put_item(TableName=self._table, Item=extra)
 
     def _group_item(self, messages: Sequence[TimelineMessage]) -> Item:
         """One item holding ``messages`` (consecutive, of one turn), keyed by the last; a fresh ``writeId``."""
@@ -495,7 +618,11 @@ class DynamoDBConversation:
 
     def append(self, message: TimelineMessage) -> bool:
         _require_id(message)
-        return self._put_new(self._item(message))
+        item = self._item(message)
+        written = self._put_new(item)
+        if written and isinstance(message, FormMessage | ApprovalMessage):
+            self._inbox_extras(message, item)
+        return written
 
     def append_all(self, messages: Sequence[TimelineMessage]) -> None:
         for message in messages:
@@ -572,12 +699,13 @@ class DynamoDBConversation:
             ":type": {"S": message.type},
         }
         written, seen = self._put(item, "#mid = :mid AND #v = :expected AND #type = :type", values)
-        if written:
-            return True
-        if seen is None:
+        if seen is None and not written:
             return None
-        # The card at another version, or this very put, landed before its answer was lost.
-        return written_by(seen, item[WRITE_ID]["S"])
+        # Otherwise: the card at another version, or this very put, landed before its answer was lost.
+        done = written or written_by(seen, item[WRITE_ID]["S"])
+        if done:
+            self._inbox_extras(message, item)
+        return done
 
     # ------------------------------------------------------------------ the conversation's active turn
 

@@ -53,7 +53,13 @@ _log = logging.getLogger("agentturn.aws.retention")
 
 #: Who deletes an item when its TTL passes, as the stream record says it.
 TTL_PRINCIPAL: Final = "dynamodb.amazonaws.com"
-_ENTRY_PREFIXES: Final = (tables.MODEL_ENTRY_PREFIX, tables.CARD_ENTRY_PREFIX)
+#: Model-visible entries, cards, the cards' further inbox entries and the turn's audit records.
+_ENTRY_PREFIXES: Final = (
+    tables.MODEL_ENTRY_PREFIX,
+    tables.CARD_ENTRY_PREFIX,
+    tables.INBOX_ENTRY_PREFIX,
+    tables.AUDIT_ENTRY_PREFIX,
+)
 _DELETE_OBJECTS: Final = 1000
 _HEAD: Final = "head"
 _ACTIVE_TURN: Final = "activeTurnId"

@@ -167,7 +167,18 @@ ENTRY_KEY: Final = "sk"
 MODEL_ENTRY_PREFIX: Final = "t#"
 #: Cards (forms, approvals): the timeline merges them with the model's range; the model never reads them.
 CARD_ENTRY_PREFIX: Final = "c#"
+#: Audit records (``agentturn.ports.audit``): ``a#<turn.createdAt>#<turnId>#<actionId>\x1f<subject>``, one per
+#: decision, written once; retention removes them with their turn's entries.
+AUDIT_ENTRY_PREFIX: Final = "a#"
+#: A pending card's further inbox entries (one per assignee after the first, whom the card item itself carries):
+#: ``i#<sort_key>\x1f<message_id>\x1f<assignee>``; deleted when the card settles, or with their turn.
+INBOX_ENTRY_PREFIX: Final = "i#"
 MESSAGE_ID: Final = "messageId"
+#: On pending cards (and their inbox entries) only: who may answer (``u#<subject>`` or ``g#<group>``) and the
+#: order of the inbox (``<deadline or "~">#<asked at>#<message id>``). The sparse ``byAssignee`` GSI is the inbox.
+ASSIGNEE: Final = "assignee"
+INBOX_DUE: Final = "inboxDue"
+INBOX_INDEX: Final = "byAssignee"
 #: On the head item only, once a turn of an owned conversation started: the owner, the start of its latest
 #: turn, the title (from its first turn). The sparse ``byOwner`` GSI lists an owner's conversations.
 LIST_OWNER: Final = "listOwner"
@@ -186,6 +197,15 @@ CONVERSATIONS_TABLE = TableDefinition(
         # turn start moves the entry (one index write the first time, a delete and a put after).
         IndexDefinition(
             OWNER_INDEX, KeyAttribute(LIST_OWNER, "S"), KeyAttribute(LAST_ACTIVITY, "S"), "INCLUDE", (TITLE,)
+        ),
+        # The inbox: one Query per principal (the caller, each of their groups). Sparse: only pending cards
+        # carry an assignee, and a card's write that settles it drops it from the index in the same request.
+        IndexDefinition(
+            INBOX_INDEX,
+            KeyAttribute(ASSIGNEE, "S"),
+            KeyAttribute(INBOX_DUE, "S"),
+            "INCLUDE",
+            (MESSAGE_ID, "body", "bodyRef"),
         ),
     ),
     ttl_attribute=EXPIRES_AT,

@@ -781,7 +781,9 @@ class AgentTurn(Construct):
                 statements.append(
                     iam.PolicyStatement(
                         actions=list(permissions.INDEX_QUERY),
-                        resources=index_arns(self.conversations_table, conversations_definition, tables.OWNER_INDEX),
+                        resources=index_arns(
+                            self.conversations_table, conversations_definition, tables.OWNER_INDEX, tables.INBOX_INDEX
+                        ),
                     )
                 )
             if access.blobs:

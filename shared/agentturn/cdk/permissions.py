@@ -123,7 +123,8 @@ class FunctionAccess:
     purge: bool = False
     #: Runs turns, so publishes their progress (live timeline) and puts their notices (suspended, ended).
     live: bool = False
-    #: ``GET /conversations``: Query on the conversations table's sparse ``byOwner`` index (nothing else).
+    #: ``GET /conversations`` and ``GET /inbox``: Query on the conversations table's sparse ``byOwner`` and
+    #: ``byAssignee`` indexes (nothing else).
     list_conversations: bool = False
     #: Reads the key that seals the snapshot a resume message carries (submit seals, worker checks):
     #: ``secretsmanager:GetSecretValue`` on that one secret.

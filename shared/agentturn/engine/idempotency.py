@@ -25,10 +25,14 @@ def is_replay(turn: Turn, command: ResumeCommand) -> bool:
         return False
     if not _same_request(accepted.fingerprint, command.fingerprint()):
         raise IdempotencyConflictError(turn.id, request_id)
+    answerer = command.answerer
+    if accepted.by is not None and (answerer is None or answerer.subject != accepted.by):
+        # Another person's key on a card several people answer: never their answer replayed as this one's.
+        raise IdempotencyConflictError(turn.id, request_id)
     return True
 
 
-def remember_request(turn: Turn, command: ResumeCommand, now_iso: str) -> None:
+def remember_request(turn: Turn, command: ResumeCommand, now_iso: str, *, by: str | None = None) -> None:
     """Record ``command`` as accepted by the write that will make ``turn`` its next version.
 
     Only the most recent requests are kept (a retry comes within minutes), so the snapshot stays bounded.
@@ -41,6 +45,7 @@ def remember_request(turn: Turn, command: ResumeCommand, now_iso: str) -> None:
         action_id=command.action_id,
         version=turn.version + 1,
         accepted_at=now_iso,
+        by=by,
     )
     while len(turn.accepted_requests) > MAX_ACCEPTED_REQUESTS:
         turn.accepted_requests.pop(next(iter(turn.accepted_requests)))

@@ -36,7 +36,10 @@ def answered(turn: Turn, command: ResumeCommand, now: float) -> Turn:
     if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
         # A model-requested form is complete once submitted: its data lives on only in the tool result.
         redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
-    remember_request(resumed, command, iso(now))
+    # An approver's request id is theirs alone: another person's same key is not a replay of it.
+    answerer = command.answerer
+    by = answerer.subject if waited is not None and waited.people is not None and answerer else None
+    remember_request(resumed, command, iso(now), by=by)
     return resumed
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentturn.engine import people
 from agentturn.engine.clock import iso
 from agentturn.engine.rounds import answer_round, expire_round, is_round_wait
 from agentturn.engine.suspend import next_runnable_call
@@ -270,7 +271,17 @@ def apply_resume(turn: Turn, command: ResumeCommand, now: float) -> Turn:
             reason=RefusalReason.INPUT_EXPIRED,
         )
     now_iso = iso(now)
+    # Approvers (agentturn.engine.people): who may answer, and a decision that waits for others' is only recorded.
+    if suspension.people is not None:
+        _refuse_stale(turn, suspension, command.action_id)
+    decision = people.admit(turn, suspension, command, now_iso)
     resumed = turn.deep_copy()
+    if decision is not None:
+        assert suspension.people is not None
+        settles = people.decides(suspension.people, decision)
+        people.record(resumed, suspension, decision, bump=not settles)
+        if not settles:
+            return resumed
     if suspension.type is SuspensionType.TOOL_APPROVAL:
         _apply_approval(resumed, suspension, command, now_iso)
     elif suspension.is_form:

@@ -36,6 +36,7 @@ from agentturn.engine.turn_run import Run, YieldProbe
 from agentturn.engine.turn_writer import TurnWriter
 from agentturn.engine.unreadable import UnreadableAttempt, record_unreadable
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
+from agentturn.ports.audit import AuditLog, AuditRecord, audit_record
 from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
 from agentturn.ports.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.state.commands import ResumeCommand
@@ -234,6 +235,8 @@ class Runner:
                 memory = self._memory(turn.conversation_id)
                 if memory is not None:
                     reconcile(turn, memory)
+                # ... and so does its audit record (a conditional put: one already there stays as it is).
+                self._audit(turn, command)
                 return turn
             if can_queue(turn, command):
                 queued = True
@@ -245,6 +248,8 @@ class Runner:
             # shows the answer before this returns (a failure of that write raises; the caller's retry, a
             # replay, writes it).
             saved = self._writer.write_and_project(resumed, lease=None, strict=True)
+            # The decision's audit record before this returns, as its card (a failure raises; the retry writes it).
+            self._audit(saved, command)
             pending = [s.correlation_id for s in saved.suspensions]
             self._events.emit(
                 saved, EventType.INPUT_SUBMITTED, actionId=command.action_id, kind=command.kind.value, pending=pending
@@ -291,6 +296,23 @@ class Runner:
         result.cards = [shown if shown is not None and c.message_id == shown.message_id else c for c in turn.cards]
         result.queued_answers = [*turn.queued_answers, *([] if kept is not None else [answer])]
         return result
+
+    def _audit(self, turn: Turn, command: ResumeCommand) -> None:
+        log = self.chat_memory
+        if not isinstance(log, AuditLog):
+            return
+        record = audit_record(turn, command)
+        if record is not None:
+            log.record_decision(turn.conversation_id, turn.created_at, record)
+
+    def audit(self, turn_id: str) -> list[AuditRecord]:
+        """The audit records of ``turn_id``'s decisions, in the order they were made (empty when the chat memory
+        keeps none)."""
+        turn = self.store.load(turn_id)
+        log = self.chat_memory
+        if not isinstance(log, AuditLog):
+            return []
+        return log.decisions(turn.conversation_id, turn.created_at, turn.id)
 
     def resume(self, turn_id: str, command: ResumeCommand) -> Turn:
         """Apply ``command`` and continue the turn in this thread."""

@@ -18,8 +18,10 @@ from agentturn.engine.clock import iso
 from agentturn.engine.rounds import waited_call_id
 from agentturn.errors import InvalidResumeError, RefusalReason
 from agentturn.forms.definitions import FormDefinition
+from agentturn.state.approvers import REQUESTER_KEY, Approvers, Assignment
 from agentturn.state.messages import ApprovalMessage, FormMessage, ToolCall
 from agentturn.state.turn import Suspension, SuspensionType, Turn, TurnPhase, TurnStatus, arguments_fingerprint
+from agentturn.timeline.conversation_list import title_of
 from agentturn.timeline.identity import place
 
 #: Who asked for the form: the model (through the control tool) or a business tool (``FormRequired``).
@@ -41,6 +43,18 @@ def wait_terms(turn: Turn, policy: ExecutionPolicy, now: float) -> tuple[str | N
     return (iso(deadline) if deadline is not None else None), terms
 
 
+def _assignment(turn: Turn, approvers: Approvers | None, now: float) -> Assignment | None:
+    if approvers is None:
+        return None
+    requester = turn.metadata.get(REQUESTER_KEY)
+    return Assignment(
+        approvers=approvers,
+        requested_by=requester if isinstance(requester, str) else None,
+        asked_at=iso(now),
+        title=title_of(turn.input),
+    )
+
+
 def park_for_form(
     turn: Turn, call: ToolCall, form: FormDefinition, target: InputTarget, policy: ExecutionPolicy, now: float
 ) -> Suspension:
@@ -59,6 +73,7 @@ def park_for_form(
             "inputTarget": target,
             "redactValues": policy.redact_submitted_values,
         },
+        people=_assignment(turn, form.approvers, now),
         **terms,
     )
     turn.suspensions.append(suspension)
@@ -92,6 +107,7 @@ def park_for_approval(
         message=decision.message,
         resume_phase=TurnPhase.TOOLS,
         metadata=metadata,
+        people=_assignment(turn, decision.approvers, now),
         **terms,
     )
     turn.suspensions.append(suspension)
@@ -135,6 +151,8 @@ def _card(turn: Turn, suspension: Suspension) -> FormMessage | ApprovalMessage:
             arguments=suspension.arguments or {},
             arguments_fingerprint=suspension.arguments_fingerprint,
             message=suspension.message,
+            expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
+            people=suspension.people,
         )
     else:
         card = FormMessage(
@@ -145,6 +163,7 @@ def _card(turn: Turn, suspension: Suspension) -> FormMessage | ApprovalMessage:
             input_target=suspension.input_target or "MODEL",
             tool_name=suspension.tool_name or "",
             expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
+            people=suspension.people,
         )
     return place(turn, card)
 

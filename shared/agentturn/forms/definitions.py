@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentturn.agents.tools import Tool, ToolContext
+from agentturn.state.approvers import Approvers
 
 REQUEST_USER_INPUT = "request_user_input"
 
@@ -18,9 +19,11 @@ class FormDefinition:
     it nor anyone reading it can change what a waiting turn has frozen.
     """
 
-    __slots__ = ("_description", "_form_key", "_schema")
+    __slots__ = ("_approvers", "_description", "_form_key", "_schema")
 
-    def __init__(self, form_key: str, description: str, schema: Mapping[str, Any]) -> None:
+    def __init__(
+        self, form_key: str, description: str, schema: Mapping[str, Any], *, approvers: Approvers | None = None
+    ) -> None:
         if not isinstance(form_key, str) or not form_key.strip():
             raise ValueError("form_key must be a non-blank string")
         if not isinstance(description, str) or not description.strip():
@@ -41,8 +44,15 @@ class FormDefinition:
             raise ValueError(f"form {form_key!r}: {exc}") from exc
         if frozen.get("type") != "object":
             raise ValueError(f'form {form_key!r}: schema must have "type": "object"')
+        if approvers is not None:
+            if not isinstance(approvers, Approvers):
+                raise TypeError(f"form {form_key!r}: approvers must be agentturn.Approvers")
+            if approvers.quorum != 1:
+                # A form is filled in once: its answer is the data, not a vote.
+                raise ValueError(f"form {form_key!r}: a form is answered by one person (quorum=1)")
         self._form_key = form_key
         self._description = description
+        self._approvers = approvers
         self._schema = frozen
 
     @property
@@ -57,6 +67,11 @@ class FormDefinition:
     def schema(self) -> dict[str, Any]:
         return copy.deepcopy(self._schema)
 
+    @property
+    def approvers(self) -> Approvers | None:
+        """Who may fill it in besides the turn's owner (None: the owner alone)."""
+        return self._approvers
+
     def __setattr__(self, name: str, value: object) -> None:
         if hasattr(self, "_schema"):
             raise AttributeError("FormDefinition is immutable")
@@ -65,10 +80,11 @@ class FormDefinition:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FormDefinition):
             return NotImplemented
-        return (self._form_key, self._description, self._schema) == (
+        return (self._form_key, self._description, self._schema, self._approvers) == (
             other._form_key,
             other._description,
             other._schema,
+            other._approvers,
         )
 
     def __hash__(self) -> int:

@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import TypeAdapter
 
+from agentturn.ports.audit import AuditRecord, InMemoryAuditLog
 from agentturn.ports.serializer import JSON, Serializer
 from agentturn.state.messages import (
     ApprovalMessage,
@@ -24,6 +25,7 @@ from agentturn.timeline.conversation_list import (
     decode_cursor,
     encode_cursor,
 )
+from agentturn.timeline.inbox import InboxEntry, assignees, due
 
 _TIMELINE: TypeAdapter[TimelineMessage] = TypeAdapter(TimelineMessage)
 _MODEL: TypeAdapter[ModelMessage] = TypeAdapter(ModelMessage)
@@ -182,6 +184,15 @@ class _Conversation:
             self._cards[message.message_id] = (message.type, message.version)
             return True
 
+    def pending_cards(self) -> list[InboxEntry]:
+        with self._lock:
+            cards = [self._decode(message_id) for message_id in self._cards]
+        return [
+            InboxEntry(self.conversation_id, card, due(card))
+            for card in cards
+            if isinstance(card, FormMessage | ApprovalMessage) and card.status == "PENDING"
+        ]
+
     def get_active_turn(self) -> str | None:
         with self._lock:
             return self._active_turn
@@ -203,11 +214,38 @@ class _Conversation:
 class InMemoryChatMemory:
     """A provider: ``InMemoryChatMemory()(conversation_id)`` returns that conversation's ChatMemory."""
 
-    def __init__(self, *, serializer: Serializer = JSON) -> None:
+    def __init__(self, *, serializer: Serializer = JSON, inbox_owner_cards: bool = False) -> None:
         self._serializer = serializer
+        #: also list cards without approvers in their owner's inbox (as ``DynamoDBChatMemory`` does when told)
+        self.inbox_owner_cards = inbox_owner_cards
         self._lock = threading.Lock()
         self._conversations: dict[str, _Conversation] = {}
         self._listings = _Listings()
+        self._audit = InMemoryAuditLog()
+
+    # The audit log (agentturn.ports.audit.AuditLog) beside the timeline, as the DynamoDB adapter keeps it.
+
+    def record_decision(self, conversation_id: str, created_at: str, record: AuditRecord) -> bool:
+        return self._audit.record_decision(conversation_id, created_at, record)
+
+    def decisions(self, conversation_id: str, created_at: str, turn_id: str) -> list[AuditRecord]:
+        return self._audit.decisions(conversation_id, created_at, turn_id)
+
+    # The inbox (agentturn.timeline.inbox.Inbox): the reference reads every conversation; the DynamoDB adapter
+    # reads one index partition.
+
+    def pending_for(self, assignee: str, after: str | None, limit: int) -> tuple[list[InboxEntry], bool]:
+        with self._lock:
+            conversations = list(self._conversations.values())
+        found = [
+            entry
+            for conversation in conversations
+            for entry in conversation.pending_cards()
+            if assignee in assignees(conversation.conversation_id, entry.card, owner_cards=self.inbox_owner_cards)
+            and (after is None or entry.due > after)
+        ]
+        found.sort(key=lambda e: e.due)
+        return found[:limit], len(found) > limit
 
     def list_conversations(self, owner: str, limit: int, cursor: str | None = None) -> ConversationPage:
         return self._listings.page(owner, limit, cursor)

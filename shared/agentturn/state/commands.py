@@ -9,7 +9,12 @@ from typing import Any, overload
 
 from pydantic import Field, JsonValue
 
+from agentturn.state.approvers import Principal
 from agentturn.state.wire import WireModel
+
+#: Metadata keys of who answers: the verified subject, and the groups their token carries.
+SUBMITTED_BY = "submittedBy"
+GROUPS = "groups"
 
 
 class ResumeKind(StrEnum):
@@ -127,6 +132,24 @@ class ResumeCommand(WireModel):
             body["response"] = self.response
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def by(self, principal: Principal) -> ResumeCommand:
+        """This answer given by ``principal`` (a copy): cards with approvers admit only the people they name, so a
+        library caller says who answers, as the HTTP routes and AG-UI do from the verified token."""
+        copied = self.deep_copy()
+        copied.metadata[SUBMITTED_BY] = principal.subject
+        copied.metadata[GROUPS] = sorted(principal.groups)
+        return copied
+
+    @property
+    def answerer(self) -> Principal | None:
+        """Who gives this answer, if the caller said (:meth:`by`, or metadata ``submittedBy``)."""
+        subject = self.metadata.get(SUBMITTED_BY)
+        if not isinstance(subject, str) or not subject:
+            return None
+        groups = self.metadata.get(GROUPS)
+        names = [g for g in groups if isinstance(g, str)] if isinstance(groups, list) else []
+        return Principal(subject, frozenset(names))
 
     def with_metadata(self, key: str, value: Any) -> ResumeCommand:
         copied = self.deep_copy()

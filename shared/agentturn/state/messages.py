@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, model_validator
 
+from agentturn.state.approvers import Assignment
 from agentturn.state.wire import WireModel, accept_schema_underscore, schema_field_allowed, warn_schema_underscore
 
 
@@ -104,6 +105,8 @@ with schema_field_allowed():
         decline_reason: str | None = None
         #: when an unanswered form expires (ISO-8601 UTC), if the turn has an input timeout
         expires_at: str | None = None
+        #: who may answer besides the owner, and each decision so far (None: the owner answers alone)
+        people: Assignment | None = None
         model_visible: Literal[False] = False
         version: int = 1
 
@@ -141,6 +144,10 @@ class ApprovalMessage(_TimelineFields):
     edited_arguments: dict[str, Any] | None = None
     #: RESPONDED: what the person answered in the tool's place (the model saw it as the tool's result).
     response: JsonValue = None
+    #: when an unanswered approval expires (ISO-8601 UTC), if its wait has a deadline
+    expires_at: str | None = None
+    #: who may answer besides the owner, and each decision so far (None: the owner answers alone)
+    people: Assignment | None = None
     model_visible: Literal[False] = False
     version: int = 1
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from agentturn.state.approvers import Assignment
 from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import (
     ApprovalMessage,
@@ -98,6 +99,8 @@ class Suspension(WireModel):
     on_expiry: Literal["return_to_model", "cancel"] = "return_to_model"
     #: Frozen with the wait: whether answering it resumes the turn while other decisions still wait.
     resume_after: ResumeAfter = "all"
+    #: Frozen with the wait: who may answer it and each decision so far (None: its owner answers alone).
+    people: Assignment | None = None
 
     def is_expired(self, now: float) -> bool:
         return self.expires_at is not None and now >= self.expires_at
@@ -236,6 +239,8 @@ class AcceptedRequest(WireModel):
     action_id: str | None
     version: int
     accepted_at: str
+    #: the subject who gave it, for an answer to a card with approvers (their key is theirs alone)
+    by: str | None = None
 
 
 #: How many accepted request ids a turn remembers (a turn sees a handful of resumes; this bounds the snapshot).

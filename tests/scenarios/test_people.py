@@ -1,0 +1,205 @@
+"""Approvals by other people, through the library on every backend: three identities (the requester, two
+approvers of finance) and an outsider; quorum 2 of a group with the requester excluded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentturn import (
+    Agent,
+    ApprovalMessage,
+    ApprovalStatus,
+    Approvers,
+    InvalidResumeError,
+    Principal,
+    ResumeCommand,
+    Runner,
+    ScriptedChatModel,
+    Tool,
+    ToolApprovalDecision,
+    ToolCall,
+    Turn,
+    TurnStatus,
+)
+from agentturn.errors import RefusalReason
+from tests.scenarios.conftest import Backend
+from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
+
+REQUESTER = Principal("requester", frozenset({"finance"}))
+ANN = Principal("ann", frozenset({"finance"}))
+BEN = Principal("ben", frozenset({"finance", "oncall"}))
+OUTSIDER = Principal("eve", frozenset({"sales"}))
+REFUND = ai_calls(("call-r", "issue_refund", {"orderId": "O-1001", "amount": 4200}))
+
+
+def refund_agent(refunds: list[dict[str, Any]]) -> Agent:
+    def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
+        return ToolApprovalDecision.require_approval(
+            "refund over 1,000", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
+        )
+
+    def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
+        refunds.append(arguments)
+        return {"refunded": arguments["amount"]}
+
+    return Agent(
+        id="refund-agent",
+        instructions="",
+        chat_model=ScriptedChatModel(reply_after_tools(REFUND, final_from_last_tool)),
+        tools=[Tool("issue_refund", "refund", issue_refund)],
+        approval_policy=policy,
+    )
+
+
+def _card(backend: Backend, turn: Turn) -> ApprovalMessage:
+    card = backend.memory("requester/c").get_message(f"{turn.id}:approval:call-r")
+    assert isinstance(card, ApprovalMessage)
+    return card
+
+
+def _refused(runner: Any, turn_id: str, command: ResumeCommand) -> RefusalReason:
+    with pytest.raises(InvalidResumeError) as refused:
+        runner.submit_resume(turn_id, command)
+    return refused.value.reason
+
+
+def test_two_of_finance_approve_the_requester_and_an_outsider_cannot(backend: Backend) -> None:
+    # GIVEN the requester's refund, waiting for two of finance (the requester, though in finance, excluded)
+    refunds: list[dict[str, Any]] = []
+    agent = refund_agent(refunds)
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "requester/c", "refund O-1001", metadata={"ownerId": "requester"})
+    assert waiting.status is TurnStatus.WAITING_FOR_APPROVAL
+    people = _card(backend, waiting).people
+    assert people is not None and people.waiting_for == "waiting for finance (0 of 2)"
+    assert people.requested_by == "requester"
+
+    # WHEN the requester, the outsider, or a caller who names nobody answers THEN each is refused as for a card
+    # that does not exist, and nothing is stored
+    version = backend.store.load(waiting.id).version
+    assert _refused(runner, waiting.id, ResumeCommand.approve_tool("call-r").by(REQUESTER)) == "not_permitted"
+    assert _refused(runner, waiting.id, ResumeCommand.approve_tool("call-r").by(OUTSIDER)) == "not_permitted"
+    assert _refused(runner, waiting.id, ResumeCommand.approve_tool("call-r")) == "not_permitted"
+    assert backend.store.load(waiting.id).version == version
+
+    # WHEN the first approver approves THEN the turn still waits and the card reads "(1 of 2)" for the owner
+    once = runner.submit_resume(waiting.id, ResumeCommand.approve_tool("call-r").by(ANN))
+    assert once.status is TurnStatus.WAITING_FOR_APPROVAL and refunds == []
+    card = _card(backend, once)
+    assert card.status is ApprovalStatus.PENDING and card.people is not None
+    assert card.people.waiting_for == "waiting for finance (1 of 2)"
+    assert [(d.subject, d.groups, d.verdict.value) for d in card.people.decisions] == [("ann", ["finance"], "approve")]
+
+    # WHEN she approves again THEN she is refused: one decision per person
+    assert _refused(runner, waiting.id, ResumeCommand.approve_tool("call-r").by(ANN)) == "already_decided"
+
+    # WHEN a second person of finance approves THEN the refund runs once and the card shows both decisions
+    runner.submit_resume(waiting.id, ResumeCommand.approve_tool("call-r").by(BEN))
+    done = runner.run_turn(waiting.id)
+    assert done.status is TurnStatus.COMPLETED and len(refunds) == 1
+    card = _card(backend, done)
+    assert card.status is ApprovalStatus.APPROVED and card.decided_by == "ben"
+    assert card.people is not None and [d.subject for d in card.people.decisions] == ["ann", "ben"]
+
+
+def test_one_rejection_of_finance_rejects(backend: Backend) -> None:
+    refunds: list[dict[str, Any]] = []
+    agent = refund_agent(refunds)
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "requester/c", "refund O-1001", metadata={"ownerId": "requester"})
+    # WHEN one approver rejects THEN the call is rejected, never runs, and the model is told
+    runner.submit_resume(waiting.id, ResumeCommand.reject_tool("call-r", "over budget").by(BEN))
+    done = runner.run_turn(waiting.id)
+    assert done.status is TurnStatus.COMPLETED and refunds == []
+    card = _card(backend, done)
+    assert card.status is ApprovalStatus.REJECTED and card.reason == "over budget"
+    assert card.people is not None and [(d.subject, d.verdict.value) for d in card.people.decisions] == [
+        ("ben", "reject")
+    ]
+
+
+class _FixedClock:
+    """A clock that reads one instant (each reading a hair later, so timestamps still sort)."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def __call__(self) -> float:
+        self.at += 1e-6
+        return self.at
+
+
+ROUNDS = 100
+
+
+def test_the_deciding_approval_racing_the_deadline_has_exactly_one_winner(backend: Backend) -> None:
+    # GIVEN refunds waiting for two of finance with a deadline, one approval already given
+    import threading
+
+    from agentturn import ExecutionPolicy
+
+    agent = refund_agent([])
+    agent.policy = ExecutionPolicy(input_timeout=60.0)
+    runner = backend.runner([agent])
+    answered = expired = 0
+    reasons: list[str] = []
+    for round_ in range(ROUNDS):
+        waiting = runner.run(agent, f"requester/race-{round_}", "refund", metadata={"ownerId": "requester"})
+        runner.submit_resume(waiting.id, ResumeCommand.approve_tool("call-r").by(ANN))
+        deadline = waiting.suspensions[0].expires_at
+        assert deadline is not None
+        # WHEN the second approval (its clock just before the deadline) and the sweeper's expiry (just after) race
+        approver = Runner(
+            store=backend.store, chat_memory=backend.memory, agents=[agent], clock=_FixedClock(deadline - 0.5)
+        )
+        sweeper = Runner(
+            store=backend.store, chat_memory=backend.memory, agents=[agent], clock=_FixedClock(deadline + 0.5)
+        )
+        start = threading.Barrier(2)
+        outcome: dict[str, object] = {}
+
+        def approve(
+            approver: Any = approver, start: Any = start, outcome: Any = outcome, turn_id: str = waiting.id
+        ) -> None:
+            start.wait()
+            try:
+                approver.submit_resume(turn_id, ResumeCommand.approve_tool("call-r").by(BEN))
+                outcome["approved"] = True
+            except InvalidResumeError as refused:
+                outcome["approved"] = refused.reason
+
+        def expire(sweeper: Any = sweeper, start: Any = start, turn_id: str = waiting.id) -> None:
+            start.wait()
+            sweeper.expire(turn_id)
+
+        # Either may be scheduled first: the order they are started in alternates between rounds.
+        threads = [threading.Thread(target=approve), threading.Thread(target=expire)][:: 1 if round_ % 2 else -1]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+            assert not thread.is_alive()
+        # THEN exactly one wins: the card is APPROVED and the approver was told so, or EXPIRED and they were refused
+        card = _card_of(backend, waiting, f"requester/race-{round_}")
+        if outcome["approved"] is True:
+            assert card.status is ApprovalStatus.APPROVED
+            answered += 1
+        else:
+            assert card.status is ApprovalStatus.EXPIRED, (round_, outcome, card.status)
+            assert outcome["approved"] in ("action_not_pending", "input_expired", "not_waiting"), outcome
+            reasons.append(str(outcome["approved"]))
+            expired += 1
+    assert answered + expired == ROUNDS
+    won = f"the approval won {answered}, the deadline {expired} (the approver told {sorted(set(reasons))})"
+    print(f"\n{ROUNDS} rounds on {backend.name}: {won}")
+
+
+def _card_of(backend: Backend, turn: Turn, conversation: str) -> ApprovalMessage:
+    stored = backend.store.load(turn.id)
+    card = stored.cards[0]
+    assert isinstance(card, ApprovalMessage)
+    timeline = backend.memory(conversation).get_message(card.message_id)
+    assert isinstance(timeline, ApprovalMessage) and timeline.status == card.status
+    return card
