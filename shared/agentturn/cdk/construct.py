@@ -104,6 +104,9 @@ class AgentTurn(Construct):
     the team's folders, packages or modules, bundled at the root of every function beside ``agentturn``;
     ``requirements`` (a requirements file or a list) their third-party dependencies, installed as wheels
     for the Lambda's Python and architecture without Docker, in one resolution with agentturn's own.
+    Each function's asset holds only what its handler and the team's code can import, and botocore's models
+    of the services agentturn calls: ``aws_services`` names any other the team's code makes clients for
+    (``["ses"]``).
     Relative paths are resolved against the current folder (where ``cdk synth`` runs the app).
     """
 
@@ -116,6 +119,7 @@ class AgentTurn(Construct):
         default_agent: str | None = None,
         code: Sequence[str | os.PathLike[str]] = (),
         requirements: str | os.PathLike[str] | Sequence[str] | None = None,
+        aws_services: Sequence[str] = (),
         bedrock_model_id: str | None = None,
         bedrock_model_ids: Sequence[str] = (),
         architecture: Architecture | None = None,
@@ -159,6 +163,7 @@ class AgentTurn(Construct):
             default_agent=default_agent,
             code=tuple((base / Path(path)).resolve() for path in code),
             requirements=read_requirements(requirements, base=base),
+            aws_services=tuple(aws_services),
             bedrock_model_id=bedrock_model_id,
             bedrock_model_ids=tuple(bedrock_model_ids),
             architecture=architecture or self.node.try_get_context(ARCHITECTURE_CONTEXT) or "x86_64",
@@ -612,7 +617,7 @@ class AgentTurn(Construct):
             if self.settings.architecture == "arm64"
             else lambda_.Architecture.X86_64,
             handler=HANDLER,
-            code=function_code(name, spec, self.settings.code),
+            code=function_code(name, spec, self.settings.asset_inputs()),
             memory_size=props.memory_size or defaults.memory_mb,
             timeout=Duration.seconds(timeout_seconds),
             environment={**environment, **props.environment},
