@@ -147,6 +147,7 @@ class AgentTurn(Construct):
         terminal_ttl_days: int | None = None,
         tracing: bool = True,
         sdk_tracing: bool = False,
+        notices: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         _refuse_existing_with_props(
@@ -188,6 +189,7 @@ class AgentTurn(Construct):
             alarm_email=alarm_email,
             tracing=tracing,
             sdk_tracing=sdk_tracing,
+            notices=notices,
             api=api_props or ApiProps(),
             tables=table_props or TableProps(),
             queue=queue_props or QueueProps(),
@@ -346,7 +348,8 @@ class AgentTurn(Construct):
         for name, fn in self.functions.items():
             if permissions.access(name).live:
                 self.live.allow_publish(fn)
-                self.notices.allow_put(fn)
+                if settings.notices:  # each notice is an EventBridge event ($1 per million): only when wanted
+                    self.notices.allow_put(fn)
 
         # ------------------------------------------------------------------------------- alarms
         self.alarms = Alarms(

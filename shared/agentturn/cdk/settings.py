@@ -182,6 +182,9 @@ class Settings:
     #: Powertools' Tracer as well: a subsegment per AWS call, but the X-Ray SDK costs each cold start about
     #: 0.25 s of imports (1.5–2× a bare ``import boto3``), so it is opt-in.
     sdk_tracing: bool = False
+    #: Turn notices on the EventBridge bus (a suspension, an end: two events, $2 per million form cycles).
+    #: Off: the bus is still made, but no function is told of it or may put on it, so none is sent.
+    notices: bool = True
     api: ApiProps = field(default_factory=ApiProps)
     tables: TableProps = field(default_factory=TableProps)
     queue: QueueProps = field(default_factory=QueueProps)
