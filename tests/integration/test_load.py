@@ -41,6 +41,8 @@ def _clients(dynamodb_local: Emulator, moto_server: Emulator) -> dict[str, Any]:
     }
 
 
+# The full size takes minutes on a shared machine; the small one stays within the suite's per-test timeout.
+@pytest.mark.timeout(3000 if FULL else 300)
 def test_many_cycles_at_once_run_each_turn_once_and_lose_none(dynamodb_local: Emulator, moto_server: Emulator) -> None:
     # GIVEN the production wiring on the emulators
     session = aws_session(dynamodb_local, moto_server)
