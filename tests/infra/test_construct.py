@@ -5,6 +5,7 @@ Each test builds its own small app (bundling skipped: these read the template, n
 
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
 from collections.abc import Callable
@@ -337,3 +338,16 @@ def test_team_requirements_join_agentturns_in_one_resolution(tmp_path: Any) -> N
     assert with_team.requirements == (*alone.requirements, "six>=1.16")
     assert with_team.key != alone.key
     assert "six" in dict(with_team.pins)
+
+
+def test_notices_can_be_turned_off() -> None:
+    # GIVEN a team that wants no turn notices on EventBridge
+    _, template = build(lambda stack: AgentTurn(stack, "AgentTurn", notices=False))
+    functions = of_type(template, "AWS::Lambda::Function").values()
+    variables = [f["Properties"].get("Environment", {}).get("Variables", {}) for f in functions]
+    policies = json.dumps(of_type(template, "AWS::IAM::Policy"))
+    # THEN no function is told of the bus, and none may put events on it
+    assert not any("AGENTTURN_EVENT_BUS" in v for v in variables)
+    assert "events:PutEvents" not in policies
+    # AND the live timeline is still published
+    assert any("AGENTTURN_LIVE_ENDPOINT" in v for v in variables)

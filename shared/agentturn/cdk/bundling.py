@@ -21,11 +21,12 @@ a local bundling step (:class:`LocalBundler`, an ``ILocalBundling``):
    function of a synth, and every later synth, costs a copy (hard links where possible), not a pip run.
    ``python -m agentturn.cdk prefetch`` fills the cache ahead of time, so a synth (and the bundling
    test, which runs without a network) needs no network.
-4. The asset is the dependency tree, then the runtime part of ``agentturn/`` (not its CDK, local-server,
-   console or scaffolding subpackages), then the team's ``code`` (each folder, package or module at the
-   root), then ``functions/<name>/*`` at the root (the handler is ``app.handler``). The asset hash is
-   computed from exactly these inputs, so a change to the package or the team's code redeploys every
-   function and nothing else does.
+4. The asset is what the function can import (:mod:`agentturn.cdk.closure`): the distributions of the
+   dependency tree its handler and the team's code reach (the team's requirements whole), botocore's models
+   of the services used only, the ``agentturn`` modules reached, then the team's ``code`` (each folder,
+   package or module at the root), then ``functions/<name>/*`` at the root (the handler is
+   ``app.handler``). The asset hash is computed from exactly these inputs, so a change to the package or
+   the team's code redeploys every function and nothing else does.
 
 The handler sources come from :func:`agentturn._sources.handler_sources` (a checkout's ``functions/``, or
 the same files inside an installed distribution).
@@ -34,8 +35,8 @@ Why boto3 and Powertools are bundled rather than taken from the runtime and the 
 layer: the runtime's boto3 changes under a deployed function without notice, and the managed layer is a
 cross-account dependency whose version (and availability, in some partitions and regions) is decided
 elsewhere. Bundled, both are the versions the tests pinned, the asset is self-contained (the bundling test
-imports a handler with nothing but the asset on ``sys.path``), and the cost is a larger asset (~46 MB
-unzipped, ~20 MB zipped, over half of it botocore's service models; Lambda allows 250 MB unzipped).
+imports a handler with nothing but the asset on ``sys.path``), and the cost is 1.8 MB zipped per function
+(``python -m bench.bench_assets``: 7.1 MB with boto3 and the models of the services used, 5.3 MB without).
 
 No ``.pyc`` files are written: they would be compiled by this machine's interpreter, not the Lambda's.
 """
@@ -52,7 +53,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -65,6 +66,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name as _canonical
 
 from agentturn._sources import code_layout
+from agentturn.cdk.closure import AWS_SERVICES, Closure, function_closure, kept_service_model, tree_entries
 from agentturn.cdk.settings import Architecture
 
 PACKAGE_DIR: Final = Path(__file__).resolve().parent.parent
@@ -75,8 +77,9 @@ _CHECKOUT: Final = PACKAGE_DIR.parent.parent
 RUNTIME_EXCLUDED: Final = ("cdk", "local", "web", "templates", "functions", "testing")
 #: Bump when the layout of a cached dependency tree changes, so cached trees are not reused across it.
 BUNDLE_FORMAT: Final = "agentturn-lambda-asset/1"
-#: Bump when the layout of an asset changes (2: the runtime part of the package, the team's code).
-ASSET_LAYOUT: Final = "2"
+#: Bump when the layout of an asset changes (2: the runtime part of the package, the team's code; 3: only what
+#: the function can import, botocore's models of the services it uses).
+ASSET_LAYOUT: Final = "3"
 #: The handler every function's ``app.py`` defines.
 HANDLER: Final = "app.handler"
 #: Never shipped: caches, and the console scripts pip writes (they name this machine's interpreter).
@@ -202,12 +205,20 @@ class DependencySpec:
     target: Target
     requirements: tuple[str, ...]
     pins: tuple[tuple[str, str], ...]
+    #: How many of ``requirements`` are agentturn's own (the rest are the team's, shipped whole).
+    own: int = 0
 
     @classmethod
     def for_target(cls, target: Target, extra_requirements: Iterable[str] = ()) -> DependencySpec:
         """agentturn's runtime requirements, then the team's (``extra_requirements``), in one resolution."""
-        requirements = (*runtime_requirements(), *dict.fromkeys(extra_requirements))
-        return cls(target=target, requirements=requirements, pins=tuple(installed_pins(requirements).items()))
+        own = runtime_requirements()
+        requirements = (*own, *dict.fromkeys(extra_requirements))
+        pins = tuple(installed_pins(requirements).items())
+        return cls(target=target, requirements=requirements, pins=pins, own=len(own))
+
+    @property
+    def team_requirements(self) -> tuple[str, ...]:
+        return self.requirements[self.own :]
 
     @property
     def key(self) -> str:
@@ -358,19 +369,64 @@ def code_entries(code: Iterable[Path]) -> list[tuple[str, Path]]:
     return entries
 
 
+@dataclass(frozen=True)
+class AssetInputs:
+    """What one function's asset is made of, besides the dependency tree: the team's code, the agentturn
+    modules its settings name (``agents``), and the AWS services whose botocore models it keeps."""
+
+    code: tuple[Path, ...] = ()
+    modules: tuple[str, ...] = ()
+    aws_services: tuple[str, ...] = ()
+    #: Powertools' Tracer is made only with SDK tracing on: without it the X-Ray SDK is never imported.
+    sdk_tracing: bool = True
+
+    @property
+    def services(self) -> tuple[str, ...]:
+        return tuple(sorted({*AWS_SERVICES, *self.aws_services}))
+
+
+def asset_closure(function: str, spec: DependencySpec, inputs: AssetInputs) -> Closure:
+    """The agentturn modules and the distributions ``function``'s asset holds (:mod:`agentturn.cdk.closure`)."""
+    code = [path for _, path in code_entries(inputs.code)]
+    return function_closure(
+        [functions_dir() / function, *code],
+        PACKAGE_DIR,
+        ensure_dependencies(spec),
+        modules=inputs.modules,
+        requirements=spec.team_requirements,
+        declared=[r if inputs.sdk_tracing else _without_extras(r) for r in spec.requirements[: spec.own]],
+    )
+
+
+def _without_extras(requirement: str) -> str:
+    parsed = Requirement(requirement)
+    parsed.extras = set()
+    return str(parsed)
+
+
+def _package_files(modules: Iterable[str]) -> list[Path]:
+    """The source files of ``modules`` (relative to the folder that holds ``agentturn/``), ``py.typed`` too."""
+    files = [Path("agentturn", "py.typed")]
+    for name in sorted(modules):
+        base = Path(*name.split("."))
+        package = PACKAGE_DIR.parent / base / "__init__.py"
+        files.append(package.relative_to(PACKAGE_DIR.parent) if package.is_file() else base.with_suffix(".py"))
+    return files
+
+
 @jsii.implements(ILocalBundling)
 class LocalBundler:
     """Builds one function's asset into the output directory CDK gives it."""
 
-    def __init__(self, function: str, spec: DependencySpec, code: tuple[Path, ...] = ()) -> None:
+    def __init__(self, function: str, spec: DependencySpec, inputs: AssetInputs) -> None:
         self.function = function
         self.spec = spec
-        self.code = code
+        self.inputs = inputs
 
     # jsii passes the BundlingOptions as one positional struct; the type stubs declare keyword arguments.
     # Neither is needed: they are the options this module made.
     def try_bundle(self, output_dir: str, *_options: Any, **_keywords: Any) -> bool:
-        build_asset(self.function, self.spec, Path(output_dir), self.code)
+        build_asset(self.function, self.spec, Path(output_dir), self.inputs)
         # Never "False": that would make CDK fall back to Docker, which these machines do not have.
         return True
 
@@ -384,20 +440,38 @@ def _place(source: Path, destination: Path, what: str) -> None:
         shutil.copy2(source, destination)
 
 
-def build_asset(function: str, spec: DependencySpec, output: Path, code: tuple[Path, ...] = ()) -> None:
+def _copy_dependencies(tree: Path, output: Path, closure: Closure, services: tuple[str, ...]) -> None:
+    data = Path("botocore", "data")
+    for entry in tree_entries(tree, closure.distributions):
+        source = tree / entry
+        if source.is_file():
+            _link_or_copy(str(source), str(output / entry))
+            continue
+
+        def ignore(directory: str, names: list[str]) -> set[str]:
+            relative = Path(directory).relative_to(tree)
+            if relative != data:
+                return set()
+            return {name for name in names if not kept_service_model(name, services)}
+
+        shutil.copytree(source, output / entry, ignore=ignore, copy_function=_link_or_copy)
+
+
+def build_asset(function: str, spec: DependencySpec, output: Path, inputs: AssetInputs | None = None) -> None:
+    inputs = inputs or AssetInputs()
     source = functions_dir() / function
     if not (source / "app.py").is_file():
         raise BundlingError(f"{source}/app.py does not exist: every function folder needs its handler module")
     output.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(ensure_dependencies(spec), output, dirs_exist_ok=True, copy_function=_link_or_copy)
-    (output / _COMPLETE).unlink(missing_ok=True)
-    package = output / "agentturn"
-    if package.exists():
+    tree = ensure_dependencies(spec)
+    if (tree / "agentturn").exists():
         raise BundlingError("a third-party wheel installed a top-level 'agentturn' package")
-    shutil.copytree(
-        PACKAGE_DIR, package, ignore=_ignore_at_top(PACKAGE_DIR, RUNTIME_EXCLUDED, shutil.ignore_patterns(*_IGNORED))
-    )
-    for name, path in code_entries(code):
+    closure = asset_closure(function, spec, inputs)
+    _copy_dependencies(tree, output, closure, inputs.services)
+    for relative in _package_files(closure.modules):
+        (output / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(PACKAGE_DIR.parent / relative, output / relative)
+    for name, path in code_entries(inputs.code):
         _place(path, output / name, f"the team's code {str(path)!r}")
     for path in sorted(source.iterdir()):
         if path.name in _IGNORED or path.name == "__pycache__":
@@ -405,42 +479,35 @@ def build_asset(function: str, spec: DependencySpec, output: Path, code: tuple[P
         _place(path, output / path.name, f"functions/{function}/{path.name}")
 
 
-def _ignore_at_top(
-    root: Path, names: tuple[str, ...], inner: Callable[[str, list[str]], set[str]]
-) -> Callable[[str, list[str]], set[str]]:
-    def ignore(directory: str, entries: list[str]) -> set[str]:
-        ignored = set(inner(directory, entries))
-        if Path(directory) == root:
-            ignored |= set(names) & set(entries)
-        return ignored
-
-    return ignore
-
-
-def asset_hash(function: str, spec: DependencySpec, code: tuple[Path, ...] = ()) -> str:
+def asset_hash(function: str, spec: DependencySpec, inputs: AssetInputs | None = None) -> str:
     """Exactly the inputs of the asset: the dependency key, the package, the team's code and the function."""
+    inputs = inputs or AssetInputs()
     parts = [
         BUNDLE_FORMAT,
         ASSET_LAYOUT,
         spec.key,
         tree_digest(PACKAGE_DIR, exclude=RUNTIME_EXCLUDED),
-        *(f"{name}={tree_digest(path)}" for name, path in code_entries(code)),
+        *(f"{name}={tree_digest(path)}" for name, path in code_entries(inputs.code)),
+        f"modules={','.join(inputs.modules)}",
+        f"services={','.join(inputs.services)}",
+        f"sdk_tracing={inputs.sdk_tracing}",
         function,
         tree_digest(functions_dir() / function),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def function_code(function: str, spec: DependencySpec, code: tuple[Path, ...] = ()) -> lambda_.Code:
+def function_code(function: str, spec: DependencySpec, inputs: AssetInputs | None = None) -> lambda_.Code:
     """The asset of ``function``, bundled locally (skipped when the stack is not bundled)."""
+    inputs = inputs or AssetInputs()
     return lambda_.Code.from_asset(
         str(functions_dir() / function),
         # A custom hash: CDK neither fingerprints a large tree nor re-bundles an asset it already staged.
         asset_hash_type=AssetHashType.CUSTOM,
-        asset_hash=asset_hash(function, spec, code),
+        asset_hash=asset_hash(function, spec, inputs),
         bundling=BundlingOptions(
             image=DockerImage.from_registry(_NO_DOCKER_IMAGE),
-            local=LocalBundler(function, spec, code),
+            local=LocalBundler(function, spec, inputs),
         ),
     )
 

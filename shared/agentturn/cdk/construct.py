@@ -111,6 +111,9 @@ class AgentTurn(Construct):
     the team's folders, packages or modules, bundled at the root of every function beside ``agentturn``;
     ``requirements`` (a requirements file or a list) their third-party dependencies, installed as wheels
     for the Lambda's Python and architecture without Docker, in one resolution with agentturn's own.
+    Each function's asset holds only what its handler and the team's code can import, and botocore's models
+    of the services agentturn calls: ``aws_services`` names any other the team's code makes clients for
+    (``["ses"]``).
     Relative paths are resolved against the current folder (where ``cdk synth`` runs the app).
     """
 
@@ -123,6 +126,7 @@ class AgentTurn(Construct):
         default_agent: str | None = None,
         code: Sequence[str | os.PathLike[str]] = (),
         requirements: str | os.PathLike[str] | Sequence[str] | None = None,
+        aws_services: Sequence[str] = (),
         bedrock_model_id: str | None = None,
         bedrock_model_ids: Sequence[str] = (),
         architecture: Architecture | None = None,
@@ -151,6 +155,7 @@ class AgentTurn(Construct):
         terminal_ttl_days: int | None = None,
         tracing: bool = True,
         sdk_tracing: bool = False,
+        notices: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         _refuse_existing_with_props(
@@ -167,6 +172,7 @@ class AgentTurn(Construct):
             default_agent=default_agent,
             code=tuple((base / Path(path)).resolve() for path in code),
             requirements=read_requirements(requirements, base=base),
+            aws_services=tuple(aws_services),
             bedrock_model_id=bedrock_model_id,
             bedrock_model_ids=tuple(bedrock_model_ids),
             architecture=architecture or self.node.try_get_context(ARCHITECTURE_CONTEXT) or "x86_64",
@@ -192,6 +198,7 @@ class AgentTurn(Construct):
             alarm_email=alarm_email,
             tracing=tracing,
             sdk_tracing=sdk_tracing,
+            notices=notices,
             api=api_props or ApiProps(),
             tables=table_props or TableProps(),
             queue=queue_props or QueueProps(),
@@ -361,7 +368,8 @@ class AgentTurn(Construct):
         for name, fn in self.functions.items():
             if permissions.access(name).live:
                 self.live.allow_publish(fn)
-                self.notices.allow_put(fn)
+                if settings.notices:  # each notice is an EventBridge event ($1 per million): only when wanted
+                    self.notices.allow_put(fn)
 
         # ------------------------------------------------------------------------------- alarms
         self.alarms = Alarms(
@@ -673,7 +681,7 @@ class AgentTurn(Construct):
             else lambda_.Architecture.X86_64,
             handler=WEB_ADAPTER_HANDLER if name == "agui" else HANDLER,
             layers=[self._web_adapter_layer()] if name == "agui" else None,
-            code=function_code(name, spec, self.settings.code),
+            code=function_code(name, spec, self.settings.asset_inputs()),
             memory_size=props.memory_size or defaults.memory_mb,
             timeout=Duration.seconds(timeout_seconds),
             environment={**environment, **props.environment},

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from aws_cdk import Duration
     from aws_cdk import aws_ec2 as ec2
 
+    from agentturn.cdk.bundling import AssetInputs
+
 #: CloudWatch Logs accepts only these retention periods (days).
 LOG_RETENTION_DAYS: Final = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
@@ -169,6 +171,10 @@ class AgUiStreamingProps:
 # --------------------------------------------------------------------------------------------- settings
 
 
+#: How boto3 names a service (``boto3.client("bedrock-runtime")``): its folder in botocore's data.
+_SERVICE_NAME: Final = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
 @dataclass(frozen=True)
 class Settings:
     agents: str = DEFAULT_AGENTS
@@ -177,6 +183,9 @@ class Settings:
     code: tuple[Path, ...] = ()
     #: The team's third-party requirements, bundled with agentturn's own in one resolution.
     requirements: tuple[str, ...] = ()
+    #: AWS services the team's code makes boto3 clients for, beyond agentturn's own: their botocore models
+    #: are kept in the assets (the others are left out).
+    aws_services: tuple[str, ...] = ()
     bedrock_model_id: str | None = None
     bedrock_model_ids: tuple[str, ...] = ()
     architecture: Architecture = "x86_64"
@@ -207,11 +216,26 @@ class Settings:
     #: Powertools' Tracer as well: a subsegment per AWS call, but the X-Ray SDK costs each cold start about
     #: 0.25 s of imports (1.5–2× a bare ``import boto3``), so it is opt-in.
     sdk_tracing: bool = False
+    #: Turn notices on the EventBridge bus (a suspension, an end: two events, $2 per million form cycles).
+    #: Off: the bus is still made, but no function is told of it or may put on it, so none is sent.
+    notices: bool = True
     api: ApiProps = field(default_factory=ApiProps)
     tables: TableProps = field(default_factory=TableProps)
     queue: QueueProps = field(default_factory=QueueProps)
     bucket: BucketProps = field(default_factory=BucketProps)
     ag_ui_streaming: AgUiStreamingProps = field(default_factory=AgUiStreamingProps)
+
+    def asset_inputs(self) -> AssetInputs:
+        """What each function's asset is made of besides the dependency tree (:mod:`agentturn.cdk.bundling`)."""
+        from agentturn.cdk.bundling import AssetInputs
+
+        agents_module = self.agents.split(":", 1)[0]
+        return AssetInputs(
+            code=self.code,
+            modules=(agents_module,) if agents_module.startswith("agentturn.") else (),
+            aws_services=self.aws_services,
+            sdk_tracing=self.sdk_tracing,
+        )
 
     def __post_init__(self) -> None:
         problems = [
@@ -228,6 +252,11 @@ class Settings:
         if not _MODULE_FUNCTION.match(self.agents):
             problems.append(f"agents must be 'module:function', not {self.agents!r}")
         problems += [f"code: {path} does not exist" for path in self.code if not path.exists()]
+        problems += [
+            f"aws_services: {name!r} is not a boto3 service name"
+            for name in self.aws_services
+            if not _SERVICE_NAME.match(name)
+        ]
         problems += [
             f"bedrock_model_ids: {m!r} is not a model id" for m in self.bedrock_model_ids if not _MODEL_ID.match(m)
         ]
