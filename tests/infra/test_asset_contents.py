@@ -41,12 +41,16 @@ _HTTP: Final = frozenset(
     }
 )  # fmt: skip
 #: The runtime modules each function's asset leaves out (besides cdk, local, web, templates, testing, cli).
+#: The AG-UI streaming entry's own modules: its HTTP server for the Lambda Web Adapter and its token check (the
+#: other HTTP functions are behind the HTTP API's JWT authorizer).
+_STREAM_ENTRY: Final = frozenset({"agentturn.api.tokens", "agentturn.api.web_adapter"})
 LEFT_OUT: Final = {
-    "run": {"agentturn.api.sweeper", "agentturn.api.worker", "agentturn.aws.retention"},
-    "submit": {"agentturn.api.sweeper", "agentturn.api.worker", "agentturn.aws.retention"},
-    "worker": {*_HTTP, "agentturn.api.sweeper", "agentturn.aws.retention"},
-    "sweeper": {*_HTTP, "agentturn.api.worker", "agentturn.aws.retention"},
-    "retention": {*_HTTP, "agentturn.api.sweeper", "agentturn.api.worker", "agentturn.api.telemetry"},
+    "agui": {"agentturn.api.sweeper", "agentturn.api.worker", "agentturn.aws.retention"},
+    "run": {*_STREAM_ENTRY, "agentturn.api.sweeper", "agentturn.api.worker", "agentturn.aws.retention"},
+    "submit": {*_STREAM_ENTRY, "agentturn.api.sweeper", "agentturn.api.worker", "agentturn.aws.retention"},
+    "worker": {*_HTTP, *_STREAM_ENTRY, "agentturn.api.sweeper", "agentturn.aws.retention"},
+    "sweeper": {*_HTTP, *_STREAM_ENTRY, "agentturn.api.worker", "agentturn.aws.retention"},
+    "retention": {*_HTTP, *_STREAM_ENTRY, "agentturn.api.sweeper", "agentturn.api.worker", "agentturn.api.telemetry"},
 }
 _NEVER: Final = ("cdk", "local", "web", "templates", "testing", "cli")
 _ALWAYS_LEFT_OUT: Final = frozenset({"agentturn._sources", "agentturn.aws.mcp_secrets"})
