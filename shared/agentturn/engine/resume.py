@@ -9,6 +9,7 @@ from agentturn.engine.rounds import answer_round, expire_round, is_round_wait
 from agentturn.engine.suspend import next_runnable_call
 from agentturn.engine.tool_results import (
     Unanswered,
+    answered_by_person,
     rejected,
     submitted,
     unanswered_approval,
@@ -183,9 +184,9 @@ def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, 
             },
         )
         tool_name = _pop_call(turn, call_id)
-        message = ToolMessage(
-            tool_call_id=call_id, content=command.response, tool_name=tool_name, metadata=written_by_person()
-        )
+        # Marked in the content the model reads, not only in metadata no model adapter sends.
+        content = answered_by_person(tool_name, command.response)
+        message = ToolMessage(tool_call_id=call_id, content=content, tool_name=tool_name, metadata=written_by_person())
         turn.messages.append(stamp(turn, message))
         turn.phase = _after_call(turn)
         return
