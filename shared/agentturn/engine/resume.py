@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentturn.engine.clock import iso
+from agentturn.engine.redaction import REDACT_VALUES
 from agentturn.engine.rounds import answer_round, expire_round, is_round_wait
 from agentturn.engine.suspend import next_runnable_call
 from agentturn.engine.tool_results import (
@@ -126,7 +127,10 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
         },
     )
     call_id = suspension.correlation_id
-    if suspension.input_target == "TOOL":
+    if suspension.input_target == "TOOL" or suspension.metadata.get(REDACT_VALUES):
+        # A tool's form waits for the tool's replay. So does a redacting agent's model-requested form: its
+        # answer becomes the tool result when the turn runs on (the tool step), so that a turn that ends first
+        # leaves no copy of it (agentturn.engine.redaction).
         turn.tool_state(call_id).submitted_form_data = data
         turn.phase = TurnPhase.TOOLS
         return

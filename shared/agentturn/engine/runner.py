@@ -26,6 +26,7 @@ from agentturn.engine.events import EventType, Listener
 from agentturn.engine.idempotency import is_replay, remember_request
 from agentturn.engine.lease_keeper import LeaseKeeper
 from agentturn.engine.model_step import ModelStep, context_history
+from agentturn.engine.redaction import REDACT_VALUES, redact_card
 from agentturn.engine.resume import apply_resume
 from agentturn.engine.retry import RetryPolicy
 from agentturn.engine.sequencer import EventSequencer
@@ -33,7 +34,7 @@ from agentturn.engine.settle import Settler
 from agentturn.engine.suspend import suspend_for_text
 from agentturn.engine.tool_step import ToolStep
 from agentturn.engine.turn_run import Run, YieldProbe
-from agentturn.engine.turn_writer import TurnWriter, redact_card
+from agentturn.engine.turn_writer import TurnWriter
 from agentturn.engine.unreadable import UnreadableAttempt, record_unreadable
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
 from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
@@ -232,8 +233,9 @@ class Runner:
                 return turn
             resumed = apply_resume(turn, command, self.clock())
             waited = turn.suspension_for(command.action_id)
-            if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
-                # A model-requested form is complete once submitted: its data lives on only in the tool result.
+            if waited is not None and waited.input_target == "MODEL" and waited.metadata.get(REDACT_VALUES):
+                # A model-requested form is complete once submitted: its data lives on only in the tool result
+                # (made when the turn runs on; until then only in the snapshot's tool state).
                 redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
             remember_request(resumed, command, iso(self.clock()))
             # A lost write is decided again on what is stored now, so the loser of two submits (or of a
