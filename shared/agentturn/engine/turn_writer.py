@@ -8,7 +8,7 @@ from collections.abc import Callable
 from agentturn.agents.registry import AgentRegistry
 from agentturn.engine.clock import Clock, iso
 from agentturn.engine.events import EventType
-from agentturn.engine.redaction import forget_at_end, redacts
+from agentturn.engine.redaction import forget_at_end, redact_card, redacts
 from agentturn.engine.resume import cancel_cards
 from agentturn.engine.retry import RetryPolicy
 from agentturn.engine.sequencer import EventSequencer
@@ -19,6 +19,9 @@ from agentturn.ports.store import Lease, TurnStore
 from agentturn.state.messages import ApprovalMessage, FormMessage
 from agentturn.state.turn import ProjectionMark, RetryState, Turn, TurnErrorInfo, TurnPhase, TurnStatus
 from agentturn.timeline.projection import changes_cards, full_mark, project, record
+
+# redact_card lived here before agentturn.engine.redaction: callers may still import it from this module.
+__all__ = ["MemoryFor", "TurnWriter", "forget_projected_values", "redact_card"]
 
 _log = logging.getLogger("agentturn.engine.runner")
 
