@@ -129,7 +129,8 @@ def test_each_card_answered_on_its_own_and_the_turn_resumes_once(deployment: Dep
     assert cards[second]["status"] == "RESPONDED" and cards[second]["response"] == "refunded by phone already"
     listed = deployment.run(http_event("http_list_messages.json", path="/conversations/batch/messages")).json
     results = {m["toolCallId"]: m for m in listed["messages"] if m["type"] == "tool"}
-    assert results[second]["content"] == "refunded by phone already"
+    assert results[second]["content"]["status"] == "answered_by_person"
+    assert results[second]["content"]["response"] == "refunded by phone already"
     assert results[second]["metadata"] == {"writtenBy": "person"}
     assert results[first]["content"]["status"] == "edited"
     assert results[first]["content"]["result"]["amount"] == 20

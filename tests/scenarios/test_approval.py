@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from agentturn import (
     Agent,
+    AiMessage,
     ApprovalMessage,
     ApprovalStatus,
+    ChatRequest,
     EventType,
     InvalidResumeError,
     ResumeCommand,
@@ -21,13 +24,16 @@ from agentturn import (
     Turn,
     TurnStatus,
 )
+from agentturn.models._history import result_text
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
 
 REFUND = ai_calls(("call-r", "issue_refund", {"orderId": "O-1001", "amount": 42.5}))
 
 
-def refund_agent(refunds: list[dict[str, Any]], verdict: str = "require") -> Agent:
+def refund_agent(
+    refunds: list[dict[str, Any]], verdict: str = "require", chat_model: ScriptedChatModel | None = None
+) -> Agent:
     def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
         if verdict == "deny":
             return ToolApprovalDecision.deny("refunds are closed today")
@@ -40,7 +46,7 @@ def refund_agent(refunds: list[dict[str, Any]], verdict: str = "require") -> Age
     return Agent(
         id="refund-agent",
         instructions="",
-        chat_model=ScriptedChatModel(reply_after_tools(REFUND, final_from_last_tool)),
+        chat_model=chat_model or ScriptedChatModel(reply_after_tools(REFUND, final_from_last_tool)),
         tools=[Tool("issue_refund", "refund", issue_refund)],
         approval_policy=policy,
     )
@@ -140,3 +146,38 @@ def test_cancel_while_waiting_for_approval_cancels_the_card(backend: Backend) ->
     assert isinstance(card, ApprovalMessage)
     assert (card.status, card.actions) == (ApprovalStatus.CANCELLED, [])
     assert refunds == []
+
+
+@pytest.mark.parametrize("answer", ["already refunded by phone", {"refunded": 0, "note": "by phone"}])
+def test_a_respond_answer_reaches_the_model_marked_as_written_by_a_person(backend: Backend, answer: Any) -> None:
+    # GIVEN a refund waiting for approval, and a model that records the text of every tool result it is sent
+    read: list[str] = []
+
+    def model(request: ChatRequest) -> AiMessage:
+        results = [m for m in request.messages if isinstance(m, ToolMessage)]
+        if not results:
+            return REFUND
+        read.extend(result_text(m.content) for m in results)
+        return AiMessage(content="noted")
+
+    refunds: list[dict[str, Any]] = []
+    agent = refund_agent(refunds, chat_model=ScriptedChatModel(model))
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "conv", "refund please")
+
+    # WHEN a person answers in the tool's place
+    done = runner.resume(waiting.id, ResumeCommand.respond("call-r", answer))
+
+    # THEN the tool never ran, and the text the model read says that a person wrote the answer, in place of the
+    # tool, and holds the answer itself
+    assert done.status is TurnStatus.COMPLETED and refunds == []
+    [text] = read
+    content = json.loads(text)
+    assert content["status"] == "answered_by_person" and content["toolName"] == "issue_refund"
+    assert "a person answered in place of issue_refund" in content["message"]
+    assert content["response"] == answer
+    # ... and the timeline's copy is the same, still marked in metadata for clients
+    stored = next(
+        m for m in backend.memory("conv").get_messages() if isinstance(m, ToolMessage) and m.tool_call_id == "call-r"
+    )
+    assert stored.content == content and stored.metadata == {"writtenBy": "person"}

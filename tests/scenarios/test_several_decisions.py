@@ -343,7 +343,8 @@ def test_respond_answers_in_the_tools_place_and_the_tool_never_runs(backend: Bac
     assert done.status is TurnStatus.COMPLETED
     assert "call-r1" not in calls.runs
     result = next(m for m in done.messages if isinstance(m, ToolMessage) and m.tool_call_id == "call-r1")
-    assert result.content == answer and result.metadata == {"writtenBy": "person"}
+    assert isinstance(result.content, dict) and result.metadata == {"writtenBy": "person"}
+    assert (result.content["status"], result.content["response"]) == ("answered_by_person", answer)
     card = backend.memory("conv").get_message(f"{waiting.id}:approval:call-r1")
     assert isinstance(card, ApprovalMessage) and card.status == "RESPONDED" and card.response == answer
 

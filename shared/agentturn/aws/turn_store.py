@@ -94,6 +94,7 @@ from agentturn.ports.store import (
     Lease,
     RunnableTurn,
     as_written,
+    backoff_until,
     check_round_trip,
     check_schema_version,
     new_lease_id,
@@ -272,6 +273,12 @@ class DynamoDBTurnStore:
         else:
             # Nothing left to run: the turn leaves the runnable index and its lease ends with this write.
             removes += ["#shard", "#rs", "#lid", "#lo", "#lx"]
+        due = backoff_until(turn)
+        if due is not None:
+            # In the backoff of a failed attempt: the sweeper leaves the turn alone until then.
+            sets["#nb"] = {"N": number(due)}
+        else:
+            removes.append("#nb")
         deadline = wait_deadline(turn)
         if deadline is not None:
             sets["#oshard"] = {"S": shard}
@@ -718,6 +725,8 @@ class DynamoDBTurnStore:
                     continue  # not runnable any more, or written since the horizon
                 if _LEASE_EXPIRES in item and as_float(item.get(_LEASE_EXPIRES)) > float(number(now)):
                     continue  # a live lease means a worker is on it: not the sweeper's business
+                if _NOT_BEFORE in item and as_float(item.get(_NOT_BEFORE)) > float(number(now)):
+                    continue  # in a backoff: a worker would drop the message as early
                 found.append(self._runnable(item))
         found.sort(key=lambda r: (r.updated_at, r.turn_id))
         return found[:limit]
@@ -745,7 +754,7 @@ class DynamoDBTurnStore:
         """What the sweep decides on, read from the items of ``turn_ids`` (strongly consistent)."""
         if not turn_ids:
             return []
-        projection = "#tid, #v, #ua, #lx, #shard"
+        projection = "#tid, #v, #ua, #lx, #shard, #nb"
         items: list[Item] = []
         for start in range(0, len(turn_ids), _BATCH_GET_SIZE):
             keys: list[Any] = [{_TURN_ID: {"S": turn_id}} for turn_id in turn_ids[start : start + _BATCH_GET_SIZE]]

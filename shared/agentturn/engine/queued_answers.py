@@ -15,6 +15,7 @@ import logging
 
 from agentturn.engine.clock import iso
 from agentturn.engine.idempotency import KEPT_DIGITS, remember_request
+from agentturn.engine.redaction import REDACT_VALUES, redact_card
 from agentturn.engine.resume import apply_resume
 from agentturn.errors import IdempotencyConflictError, InvalidResumeError, RefusalReason
 from agentturn.state.commands import ResumeCommand
@@ -28,12 +29,9 @@ _log = logging.getLogger("agentturn.engine.runner")
 def answered(turn: Turn, command: ResumeCommand, now: float) -> Turn:
     """A copy of the waiting ``turn`` with ``command`` applied as the submit applies it: the answer, the
     redaction of a model-requested form under ``redact_submitted_values``, and the idempotency record."""
-    # Imported here: the writer applies queued answers through this module when it saves.
-    from agentturn.engine.turn_writer import redact_card
-
     resumed = apply_resume(turn, command, now)
     waited = turn.suspension_for(command.action_id)
-    if waited is not None and waited.input_target == "MODEL" and waited.metadata.get("redactValues"):
+    if waited is not None and waited.input_target == "MODEL" and waited.metadata.get(REDACT_VALUES):
         # A model-requested form is complete once submitted: its data lives on only in the tool result.
         redact_card(resumed, form_message_id(turn.id, waited.correlation_id))
     # An approver's request id is theirs alone: another person's same key is not a replay of it.

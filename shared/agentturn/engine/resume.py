@@ -6,10 +6,12 @@ from typing import Any
 
 from agentturn.engine import people
 from agentturn.engine.clock import iso
+from agentturn.engine.redaction import REDACT_VALUES
 from agentturn.engine.rounds import answer_round, expire_round, is_round_wait
 from agentturn.engine.suspend import next_runnable_call
 from agentturn.engine.tool_results import (
     Unanswered,
+    answered_by_person,
     rejected,
     submitted,
     unanswered_approval,
@@ -126,7 +128,10 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
         },
     )
     call_id = suspension.correlation_id
-    if suspension.input_target == "TOOL":
+    if suspension.input_target == "TOOL" or suspension.metadata.get(REDACT_VALUES):
+        # A tool's form waits for the tool's replay. So does a redacting agent's model-requested form: its
+        # answer becomes the tool result when the turn runs on (the tool step), so that a turn that ends first
+        # leaves no copy of it (agentturn.engine.redaction).
         turn.tool_state(call_id).submitted_form_data = data
         turn.phase = TurnPhase.TOOLS
         return
@@ -184,9 +189,9 @@ def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, 
             },
         )
         tool_name = _pop_call(turn, call_id)
-        message = ToolMessage(
-            tool_call_id=call_id, content=command.response, tool_name=tool_name, metadata=written_by_person()
-        )
+        # Marked in the content the model reads, not only in metadata no model adapter sends.
+        content = answered_by_person(tool_name, command.response)
+        message = ToolMessage(tool_call_id=call_id, content=content, tool_name=tool_name, metadata=written_by_person())
         turn.messages.append(stamp(turn, message))
         turn.phase = _after_call(turn)
         return

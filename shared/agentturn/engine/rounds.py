@@ -14,6 +14,7 @@ import copy
 from typing import Any
 
 from agentturn.agents.agent import ExecutionPolicy
+from agentturn.engine.redaction import REDACT_VALUES
 from agentturn.errors import FormValidationError
 from agentturn.forms.rounds import InputRoundRequired, RoundAction
 from agentturn.forms.validation import validate_form_data
@@ -70,7 +71,7 @@ def park_for_round(
                 "schema": request.form.schema,
                 "toolName": call.name,
                 "inputTarget": "TOOL",
-                "redactValues": policy.redact_submitted_values,
+                REDACT_VALUES: policy.redact_submitted_values,
                 "round": {"callId": call.id, "key": request.key, "number": state.rounds},
                 "origin": dict(request.origin),
             },

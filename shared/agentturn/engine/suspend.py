@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from agentturn.agents.agent import ExecutionPolicy, ToolApprovalDecision
 from agentturn.engine.clock import iso
+from agentturn.engine.redaction import REDACT_VALUES
 from agentturn.engine.rounds import waited_call_id
 from agentturn.errors import InvalidResumeError, RefusalReason
 from agentturn.forms.definitions import FormDefinition
@@ -71,7 +72,7 @@ def park_for_form(
             "schema": form.schema,
             "toolName": call.name,
             "inputTarget": target,
-            "redactValues": policy.redact_submitted_values,
+            REDACT_VALUES: policy.redact_submitted_values,
         },
         people=_assignment(turn, form.approvers, now),
         **terms,

@@ -84,6 +84,18 @@ def edited(original: dict[str, Any], arguments: dict[str, Any], result: Any) -> 
     }
 
 
+def answered_by_person(tool_name: str, response: Any) -> dict[str, Any]:
+    """A person answered in the tool's place (``ResumeCommand.respond``): the model reads that a person wrote
+    ``response`` and that the tool did not run, so that it never reports the answer as the tool's own."""
+    return {
+        "status": "answered_by_person",
+        "toolName": tool_name,
+        "message": f"a person answered in place of {tool_name}; the tool did not run, and `response` is what "
+        "the person wrote",
+        "response": response,
+    }
+
+
 def written_by_person() -> dict[str, Any]:
     """``ToolMessage.metadata`` of a result a person wrote in the tool's place (``ResumeCommand.respond``)."""
     return {"writtenBy": "person"}

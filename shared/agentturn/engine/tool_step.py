@@ -27,6 +27,7 @@ from agentturn.engine import tool_results
 from agentturn.engine.clock import Clock
 from agentturn.engine.events import EventType
 from agentturn.engine.lease_keeper import LeaseKeeper
+from agentturn.engine.redaction import redact_card
 from agentturn.engine.rounds import park_for_round, round_prefix
 from agentturn.engine.sequencer import EventSequencer
 from agentturn.engine.suspend import (
@@ -38,7 +39,7 @@ from agentturn.engine.suspend import (
     park_for_form,
 )
 from agentturn.engine.turn_run import LeaseGone, Run, agent_of, policy_of
-from agentturn.engine.turn_writer import TurnWriter, redact_card
+from agentturn.engine.turn_writer import TurnWriter
 from agentturn.errors import LeaseLostError, ToolProtocolError, TurnNotFoundError, VersionConflictError
 from agentturn.forms.definitions import REQUEST_USER_INPUT, FormDefinition, FormRequired
 from agentturn.forms.rounds import InputRound, InputRoundRequired, RoundAction, RoundAnswer
@@ -99,8 +100,18 @@ class ToolStep:
 
     def _control_tool(self, run: Run, agent: Agent, call: ToolCall) -> bool:
         """``request_user_input``: the model asks the person to fill in one of the agent's forms."""
+        if call.name != REQUEST_USER_INPUT:
+            return False
+        state = run.turn.tool_states.get(call.id)
+        if state is not None and state.submitted_form_data is not None:
+            # A redacting agent's form, answered: the answer becomes the call's result only now that the turn
+            # runs on (agentturn.engine.redaction); _complete drops the snapshot's copy.
+            self._begin(run.turn, call)
+            answer = tool_results.submitted(str(call.arguments.get("formKey")), state.submitted_form_data)
+            self._complete(run, call, answer)
+            return True
         user_input_tool = agent.user_input_tool
-        if call.name != REQUEST_USER_INPUT or user_input_tool is None:
+        if user_input_tool is None:
             return False
         self._begin(run.turn, call)
         form_key = call.arguments.get("formKey")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from agentturn.agents.registry import AgentRegistry
 from agentturn.engine.clock import Clock, iso
 from agentturn.engine.events import EventType
+from agentturn.engine.redaction import forget_at_end, redact_card, redacts
 from agentturn.engine.resume import cancel_cards
 from agentturn.engine.retry import RetryPolicy
 from agentturn.engine.sequencer import EventSequencer
@@ -18,6 +19,9 @@ from agentturn.ports.store import Lease, TurnStore
 from agentturn.state.messages import ApprovalMessage, FormMessage
 from agentturn.state.turn import ProjectionMark, RetryState, Turn, TurnErrorInfo, TurnPhase, TurnStatus
 from agentturn.timeline.projection import changes_cards, full_mark, project, record
+
+# redact_card lived here before agentturn.engine.redaction: callers may still import it from this module.
+__all__ = ["MemoryFor", "TurnWriter", "forget_projected_values", "redact_card"]
 
 _log = logging.getLogger("agentturn.engine.runner")
 
@@ -150,17 +154,19 @@ class TurnWriter:
         return True
 
     def finish(self, run: Run, status: TurnStatus, error_type: str | None = None, message: str = "") -> None:
-        """End the turn with ``status``: cards cancelled, form data dropped, conversation let go."""
+        """End the turn with ``status``: cards cancelled, form data dropped (and, redacting, the answered cards'
+        values: :mod:`agentturn.engine.redaction`), conversation let go."""
         turn = run.turn
+        policy = policy_of(run, self._agents)
+        redact = redacts(turn, policy)  # before the waits go: their frozen terms count
         turn.status = status
         turn.phase = TurnPhase.FINISHED
         turn.suspension = None
         if error_type is not None:
             turn.error = TurnErrorInfo(type=error_type, message=message)
         cancel_cards(turn)
-        for state in turn.tool_states.values():
-            state.submitted_form_data = None
-        retention = policy_of(run, self._agents).retention
+        forget_at_end(turn, redact=redact)
+        retention = policy.retention
         turn.retain_until = self._clock() + retention if retention is not None else None
         self.save(run)
         memory = self._memory(turn.conversation_id)
@@ -221,11 +227,3 @@ def forget_projected_values(turn: Turn) -> None:
         else:
             kept.append(card)
     turn.cards = kept
-
-
-def redact_card(turn: Turn, message_id: str) -> None:
-    """The card keeps that it was answered, not what: its values leave the snapshot and the timeline."""
-    card = turn.card(message_id)
-    if isinstance(card, FormMessage) and card.submitted_values is not None:
-        update = {"submitted_values": None, "values_redacted": True, "version": card.version + 1}
-        turn.cards = [card.model_copy(update=update) if c.message_id == message_id else c for c in turn.cards]

@@ -94,7 +94,9 @@ class TurnStore(Protocol):
         ...
 
     def find_runnable(self, *, idle_seconds: float, limit: int = 100) -> list[RunnableTurn]:
-        """Runnable turns without a live lease whose last write is older than ``idle_seconds``."""
+        """Runnable turns without a live lease whose last write is older than ``idle_seconds``, and that are
+        due: not in the backoff of a failed attempt (:func:`backoff_until`) or of an unreadable snapshot
+        (``not_before`` of :meth:`mark_unreadable`)."""
         ...
 
     def delete(self, turn_id: str, *, expected_version: int) -> None:
@@ -152,6 +154,17 @@ def wait_deadline(turn: Turn) -> float | None:
         return CANCEL_DUE
     deadlines = [s.expires_at for s in turn.suspensions if s.expires_at is not None]
     return min(deadlines) if deadlines else None
+
+
+def backoff_until(turn: Turn) -> float | None:
+    """When a runnable turn in the backoff of a failed attempt is due again (``None``: not in a backoff).
+
+    ``find_runnable`` leaves such a turn out until then: a worker would only drop the message as early
+    (:meth:`Turn.is_due`), and a sweep that sent it anyway would send it again at every sweep of the backoff.
+    """
+    if not turn.status.is_runnable or turn.retry is None:
+        return None
+    return turn.retry.not_before
 
 
 def new_lease_id() -> str:
@@ -213,6 +226,8 @@ class _Record:
     #: what :meth:`TurnStore.mark_unreadable` records, beside the body it cannot read
     unreadable_attempts: int = 0
     not_before: float | None = None
+    #: the saved turn's backoff (:func:`backoff_until`)
+    backoff_until: float | None = None
     error_type: str | None = None
     error_message: str | None = None
     retain_until: float | None = None
@@ -288,6 +303,7 @@ class InMemoryTurnStore:
                 cancel_requested=stored.cancel_requested,
                 lease=replace(lease, turn=None) if lease is not None else None,
                 wait_expires_at=wait_deadline(stored),
+                backoff_until=backoff_until(stored),
             )
             return stored
 
@@ -322,6 +338,8 @@ class InMemoryTurnStore:
             record.updated_at = self._clock()
             record.cancel_requested = cancel
             record.wait_expires_at = wait_deadline(stored)
+            record.backoff_until = backoff_until(stored)
+            record.not_before = None  # as DynamoDB's save removes it: a readable save ends an unreadable backoff
             if not stored.status.is_runnable:
                 # A blocked or finished turn has nothing left to run: its lease ends with this write.
                 record.lease = None
@@ -379,10 +397,17 @@ class InMemoryTurnStore:
             found = [
                 RunnableTurn(turn_id, record.version, record.updated_at)
                 for turn_id, record in self._records.items()
-                if record.status.is_runnable and not self._live(record.lease) and record.updated_at <= horizon
+                if record.status.is_runnable
+                and not self._live(record.lease)
+                and record.updated_at <= horizon
+                and self._due(record)
             ]
         found.sort(key=lambda r: r.updated_at)
         return found[:limit]
+
+    def _due(self, record: _Record) -> bool:
+        now = self._clock()
+        return all(at is None or at <= now for at in (record.backoff_until, record.not_before))
 
     def find_overdue(self, *, limit: int = 100) -> list[RunnableTurn]:
         with self._lock:

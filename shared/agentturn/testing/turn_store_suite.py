@@ -20,7 +20,7 @@ from agentturn.errors import AnswersQueuedError, LeaseLostError, TurnNotFoundErr
 from agentturn.ports.store import Lease, new_lease_id
 from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import AiMessage, UserMessage
-from agentturn.state.turn import SCHEMA_VERSION, QueuedAnswer, Turn, TurnStatus
+from agentturn.state.turn import SCHEMA_VERSION, QueuedAnswer, RetryState, Turn, TurnStatus
 from agentturn.testing._suite import LEASE, THREADS, require, wait_for_overdue, wait_for_runnable
 from agentturn.testing.builders import advanced, new_turn, race, waiting_until
 from agentturn.testing.kits import StoreKit
@@ -458,6 +458,27 @@ class TurnStoreSuite:
         assert {r.turn_id for r in found} == expected
         assert {r.turn_id: r.version for r in found}[running.id] == running_v2.version
         assert fresh.id not in {r.turn_id for r in found}
+
+    def test_find_runnable_leaves_a_turn_in_backoff_out_until_it_is_due(self, store_kit: StoreKit) -> None:
+        # GIVEN two idle RUNNING turns: one plain, one in the backoff of a failed attempt for another 5 minutes
+        plain = store_kit.store.create(new_turn())
+        store_kit.store.save(advanced(plain, TurnStatus.RUNNING), expected_version=1)
+        backing_off = store_kit.store.create(new_turn())
+        retrying = advanced(backing_off, TurnStatus.RUNNING)
+        retrying.retry = RetryState(attempts=1, reason="model_error", not_before=store_kit.clock() + 300)
+        store_kit.store.save(retrying, expected_version=1)
+        store_kit.clock.advance(120)
+
+        # WHEN the sweeper looks for idle turns while the backoff lasts
+        found = wait_for_runnable(store_kit, lambda f: plain.id in {r.turn_id for r in f}, idle_seconds=60)
+
+        # THEN only the plain one is found (a worker would drop the other's message as early) ...
+        assert {r.turn_id for r in found} == {plain.id}
+
+        # ... and once the backoff is over, both are
+        store_kit.clock.advance(181)
+        found = store_kit.store.find_runnable(idle_seconds=60)
+        assert {r.turn_id for r in found} == {plain.id, backing_off.id}
 
     def test_find_runnable_returns_the_oldest_first_up_to_the_limit(self, store_kit: StoreKit) -> None:
         # GIVEN 5 READY turns written a minute apart

@@ -68,10 +68,13 @@ class UnreadableSnapshotSuite:
         assert ("schemaVersion" in str(error)) == (how == "newer_schema")
         copy = pickle.loads(pickle.dumps(error))
         assert (copy.turn_id, copy.status, copy.version, str(copy)) == (error.turn_id, "RUNNING", 2, str(error))
-        # ... the failed claim holds no lease (a count needs none), and the sweeper still finds the turn
+        # ... the failed claim holds no lease (a count needs none), and the sweeper finds the turn again once the
+        # attempt's backoff is over (before, a worker would only drop the message as early)
         assert store_kit.store.mark_unreadable(
             created.id, version=2, attempts=1, fail=False, not_before=store_kit.clock() + 5
         )
+        assert created.id not in {r.turn_id for r in store_kit.store.find_runnable(idle_seconds=0)}
+        store_kit.clock.advance(6)
         assert created.id in {r.turn_id for r in wait_for_runnable(store_kit, bool, idle_seconds=0)}
 
     def test_unreadable_attempts_are_counted_once_each_and_only_at_the_version_seen(self, store_kit: StoreKit) -> None:
