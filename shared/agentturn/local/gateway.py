@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
 from agentturn.api.http import StreamedAnswer
+from agentturn.api.problems import ProblemError, payload_too_large
 from agentturn.api.routes import ALL_GROUPS, SUBMIT_LAMBDA_GROUPS, RouteSpec, match_route
+from agentturn.api.settings import Settings
 from agentturn.local.emulator import LOOPBACK
 from agentturn.local.events import HttpRequest, HttpResponse, dev_claims, http_api_event, http_response
 from agentturn.local.log import LOGGER_NAME
@@ -258,6 +260,11 @@ def _problem(status: int, slug: str, title: str, detail: str) -> HttpResponse:
     return HttpResponse(status, [("Content-Type", "application/problem+json")], json.dumps(body).encode())
 
 
+def _problem_from(problem: ProblemError) -> HttpResponse:
+    """The API's own problem document, for a refusal the gateway makes in the handlers' place."""
+    return HttpResponse(problem.status, list(problem.response_headers().items()), problem.to_json().encode())
+
+
 def _problem_slug(response: HttpResponse) -> str:
     """ " turn-not-found" for a problem answer (what a developer wants to see in the log), else ""."""
     if response.status < 400:
@@ -410,7 +417,9 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 return _problem(400, "bad-content-length", "Bad Content-Length", "Content-Length is not a number")
             if length > MAX_BODY_BYTES:
                 self.close_connection = True
-                return _problem(413, "payload-too-large", "Request body too large", f"at most {MAX_BODY_BYTES} bytes")
+                # The limit a caller meets is the handlers' (AGENTTURN_MAX_BODY_BYTES), far below this one, which
+                # only spares the server reading a body that can never be accepted: name that one.
+                return _problem_from(payload_too_large(length, Settings.from_env().max_body_bytes))
             self._body_settled = True
             return self.rfile.read(length) if length > 0 else b""
 
