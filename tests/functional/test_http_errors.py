@@ -427,14 +427,15 @@ def test_form_errors_name_each_field_by_json_pointer(world: World) -> None:
     assert paths == ["/affectedSystem", "/impactScope", "/role"]
 
 
-
 def test_an_answer_of_the_wrong_kind_says_which_route_and_body_to_use(world: World) -> None:
     # GIVEN a form waiting and an approval waiting
     # WHEN each is answered with the other's route
     approve_a_form = world.deployment.submit(
         http_event("http_approve.json", path=f"/turns/{world.waiting}/actions/{world.action}/approve")
     )
-    submit_to_an_approval = world.deployment.submit(_submit_event(world, turn=world.approval, action=world.approval_action))
+    submit_to_an_approval = world.deployment.submit(
+        _submit_event(world, turn=world.approval, action=world.approval_action)
+    )
     # THEN each 409 speaks HTTP: the routes (with this turn and action) and bodies that answer it, no Python call
     form = approve_a_form.json
     assert approve_a_form.status == 409 and form["type"] == PROBLEM + "wrong-action-kind"
@@ -479,6 +480,7 @@ def test_a_missing_or_invalid_idempotency_key_is_named_as_the_header(world: Worl
     assert error["path"] == "/Idempotency-Key" and error["in"] == "header"
     if key is not None:
         assert "1 to 128 visible ASCII characters" in error["message"]
+
 
 #: The four answer routes: (event template, path suffix, a valid body for it).
 _ANSWER_ROUTES: dict[str, tuple[str, dict[str, Any]]] = {

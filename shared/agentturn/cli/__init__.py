@@ -203,7 +203,7 @@ def _dev(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from agentturn.cli.scaffold import ProjectNames, ScaffoldError, init_project
+    from agentturn.cli.scaffold import ProjectNames, ScaffoldError, init_project, next_steps
 
     try:
         names = ProjectNames.from_name(args.name or args.directory.resolve().name)
@@ -211,14 +211,10 @@ def _init(args: argparse.Namespace) -> int:
     except ScaffoldError as exc:
         sys.stderr.write(f"agentturn init: {exc}\n")
         return 2
-    where = args.directory
+    steps = "".join(f"  {step}\n" for step in [f"cd {args.directory}", *next_steps(names)])
     sys.stdout.write(
-        f"wrote {len(written)} files to {where}/ (package {names.package}). Next:\n"
-        f"  cd {where} && python -m venv .venv && . .venv/bin/activate\n"
-        "  python -m pip install -e '.[dev]' && npm install\n"
-        "  python -m pytest\n"
-        f"  agentturn dev --agents {names.package}.agents:build --code {names.package}\n"
-        "  npx cdk synth\n"
+        f"wrote {len(written)} files to {args.directory}/ (package {names.package}). Next, in this Python "
+        "environment (it has agentturn, which the project needs and no package index has):\n" + steps
     )
     return 0
 
