@@ -76,7 +76,8 @@ class GatewayConfig:
     users: Sequence[str] = ()
     #: The agent ids the console's picker offers.
     agent_ids: Callable[[], list[str]] = field(default=lambda: [])
-    #: ``AGENTTURN_MODEL`` as the handlers read it: "demo" labels the console as running the demo model.
+    #: ``AGENTTURN_MODEL`` as the handlers read it, else "demo" (the demo agents: the console shows the demo model's
+    #: badge and its prompts) or "own" (a team's agents, which pick their model themselves).
     model: str = "demo"
     web_dir: Path = WEB_DIR
     log_requests: bool = True
@@ -172,8 +173,14 @@ class LocalGateway:
             "agents": self.config.agent_ids(),
             "model": self.config.model,
         }
-        if self.config.live is not None:
-            info["live"] = {"realtimeUrl": self.config.live.url, "host": f"{LOOPBACK}:{self.port}"}
+        live = self.config.live
+        if live is not None:
+            info["live"] = {"realtimeUrl": live.url, "host": f"{LOOPBACK}:{self.port}"}
+            if live.amplify_endpoint is not None:
+                # For a page on AWS Amplify's Events client: its API.Events.endpoint (Amplify connects to
+                # wss://<that host:port>/event/realtime).
+                info["live"]["amplifyEndpoint"] = live.amplify_endpoint
+                info["live"]["certificate"] = str(live.certificate) if live.certificate else None
         return info
 
     def console_headers(self) -> dict[str, str]:
