@@ -31,6 +31,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import errno
 import json
 import logging
 import re
@@ -113,6 +114,7 @@ class LiveHub:
         port: int = 0,
         tls: ssl.SSLContext | None = None,
         tls_port: int = 0,
+        tls_port_fallback: bool = False,
         certificate: Path | None = None,
     ) -> None:
         self.authenticate = authenticate
@@ -123,6 +125,8 @@ class LiveHub:
         self.port = 0
         self.tls = tls
         self.requested_tls_port = tls_port
+        #: Whether a taken ``tls_port`` may be replaced by any free one (a default port, not one asked for).
+        self.tls_port_fallback = tls_port_fallback
         #: The TLS listener's port (0: none).
         self.tls_port = 0
         #: The TLS listener's certificate (PEM), for a client to trust.
@@ -194,20 +198,29 @@ class LiveHub:
             )
             self.port = int(next(iter(server.sockets)).getsockname()[1])
             if self.tls is not None:
-                secure = await listeners.enter_async_context(
-                    serve(
-                        self._connection,
-                        self.host,
-                        self.requested_tls_port,
-                        ssl=self.tls,
-                        subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
-                        select_subprotocol=self._select_subprotocol,
-                        process_request=self._check_tls_request,
-                    )
-                )
+                try:
+                    secure = await listeners.enter_async_context(self._serve_tls(self.requested_tls_port))
+                except OSError as exc:
+                    if exc.errno != errno.EADDRINUSE or not self.tls_port_fallback:
+                        raise
+                    # The default port (the one after the console's) is taken: any free one, said in the banner.
+                    secure = await listeners.enter_async_context(self._serve_tls(0))
                 self.tls_port = int(next(iter(secure.sockets)).getsockname()[1])
             self._ready.set()
             await self._stop.wait()
+
+    def _serve_tls(self, port: int) -> Any:
+        from websockets.asyncio.server import serve
+
+        return serve(
+            self._connection,
+            self.host,
+            port,
+            ssl=self.tls,
+            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            select_subprotocol=self._select_subprotocol,
+            process_request=self._check_tls_request,
+        )
 
     # ------------------------------------------------------------------------------------ handshake
 

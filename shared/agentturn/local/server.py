@@ -144,6 +144,7 @@ class DevServer:
             allowed_origins=self._origins,
             tls=tls,
             tls_port=tls_port,
+            tls_port_fallback=self.config.events_port is None,
             certificate=self.certificates / "live-cert.pem" if self.certificates is not None else None,
         )
         self.live.start()
