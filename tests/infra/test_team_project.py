@@ -329,10 +329,10 @@ def _console_shows_the_teams_agent(browser: Any, url: str) -> None:
     try:
         page = context.new_page()
         page.goto("/#c=dev-1")
-        expect(page.locator("#user-switch")).to_be_visible(timeout=15_000)  # /_dev/info was read
-        expect(page.locator("#agent option")).to_have_count(1)
+        # The picker holds the demo's agents until /_dev/info is read, then only the team's.
+        expect(page.locator("#agent option")).to_have_count(1, timeout=15_000)
         expect(page.locator("#agent")).to_have_value("access-desk")
-        expect(page.locator(".card-title")).to_have_text("Access request", timeout=15_000)
+        expect(page.get_by_role("group", name="Access request")).to_be_visible(timeout=15_000)
         expect(page.locator("#demo-badge")).to_be_hidden()
         expect(page.locator("#demo-banner")).to_be_hidden()
         assert "refund order" not in page.locator("body").inner_text()
