@@ -33,6 +33,7 @@ EXAMPLES: list[BaseException] = [
     errors.SnapshotRoundTripError("t-1", "tool_states"),
     errors.InvalidResumeError("turn 't' is COMPLETED", reason="turn_terminal"),
     errors.FormValidationError([{"path": "/amount", "message": "must be a number"}]),
+    errors.ToolArgumentsInvalidError("issue_refund", [{"path": "/amount", "message": "must be a number"}]),
     errors.ConversationBusyError("c-1", "t-2"),
     errors.UnknownAgentError("support", "3"),
     errors.ToolProtocolError("raised FormRequired again", tool="refund", action_id="a-1"),
