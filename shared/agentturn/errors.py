@@ -189,13 +189,38 @@ class RefusalReason(StrEnum):
     ALREADY_DECIDED = "already_decided"
 
 
+class AwaitedAnswer(StrEnum):
+    """The kind of answer a refused command should have been (``InvalidResumeError.awaited``), so that each
+    surface (Python, HTTP, AG-UI) can say how to give it in its own terms."""
+
+    #: a form card: submit its data, or decline it
+    FORM = "form"
+    #: a tool approval card: approve (maybe with edited arguments), reject, or respond in the tool's place
+    TOOL_APPROVAL = "tool_approval"
+    #: free text from the person
+    TEXT = "text"
+
+
 class InvalidResumeError(AgentTurnError):
     """A resume command that does not fit the turn: wrong type, wrong or stale action id, turn not blocked."""
 
-    def __init__(self, message: str, *, reason: RefusalReason | str = RefusalReason.INVALID_RESUME) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: RefusalReason | str = RefusalReason.INVALID_RESUME,
+        awaited: AwaitedAnswer | None = None,
+        turn_id: str | None = None,
+        action_id: str | None = None,
+    ) -> None:
         super().__init__(message)
         # A plain string naming a member is accepted (and checked): a misspelt reason fails here, loudly.
         self.reason = RefusalReason(reason)
+        #: For ``WRONG_COMMAND``: what the action waits for (the message words it for Python callers).
+        self.awaited = awaited
+        #: The turn and the action refused (where the refusal knows them): for an answer in HTTP's terms.
+        self.turn_id = turn_id
+        self.action_id = action_id
 
 
 class FormValidationError(AgentTurnError):
@@ -203,8 +228,25 @@ class FormValidationError(AgentTurnError):
 
     def __init__(self, errors: list[dict[str, str]]) -> None:
         summary = "; ".join(f"{e['path']}: {e['message']}" for e in errors[:5])
-        super().__init__(f"form data is invalid: {summary}")
+        super().__init__(f"{self.subject} is invalid: {summary}")
         self.errors = errors
+
+    @property
+    def subject(self) -> str:
+        return "form data"
+
+
+class ToolArgumentsInvalidError(FormValidationError):
+    """A person's edited arguments for an approved tool call do not satisfy the tool's parameter schema (frozen
+    with the wait). A :class:`FormValidationError` (the same checks, the same ``errors``), worded as a tool call."""
+
+    def __init__(self, tool_name: str | None, errors: list[dict[str, str]]) -> None:
+        self.tool_name = tool_name
+        super().__init__(errors)
+
+    @property
+    def subject(self) -> str:
+        return f"the edited arguments of tool {self.tool_name!r}" if self.tool_name else "the edited arguments"
 
 
 class ConversationBusyError(AgentTurnError):

@@ -427,6 +427,61 @@ def test_form_errors_name_each_field_by_json_pointer(world: World) -> None:
     assert paths == ["/affectedSystem", "/impactScope", "/role"]
 
 
+def test_an_answer_of_the_wrong_kind_says_which_route_and_body_to_use(world: World) -> None:
+    # GIVEN a form waiting and an approval waiting
+    # WHEN each is answered with the other's route
+    approve_a_form = world.deployment.submit(
+        http_event("http_approve.json", path=f"/turns/{world.waiting}/actions/{world.action}/approve")
+    )
+    submit_to_an_approval = world.deployment.submit(
+        _submit_event(world, turn=world.approval, action=world.approval_action)
+    )
+    # THEN each 409 speaks HTTP: the routes (with this turn and action) and bodies that answer it, no Python call
+    form = approve_a_form.json
+    assert approve_a_form.status == 409 and form["type"] == PROBLEM + "wrong-action-kind"
+    assert f"POST /turns/{world.waiting}/actions/{world.action}/submit" in form["detail"]
+    assert '{"data": {...}}' in form["detail"] and form["awaits"] == "form"
+    approval = submit_to_an_approval.json
+    actions = f"/turns/{world.approval}/actions/{world.approval_action}"
+    assert f"POST {actions}/approve" in approval["detail"] and f"{actions}/reject" in approval["detail"]
+    assert approval["awaits"] == "tool_approval"
+    for detail in (form["detail"], approval["detail"]):
+        assert "ResumeCommand" not in detail and "approve_tool" not in detail and "submit_form" not in detail
+
+
+def test_edited_arguments_are_refused_in_tool_call_words(world: World) -> None:
+    # GIVEN a refund waiting for approval, and what is stored
+    before = world.deployment.dump()
+    # WHEN a person approves it with an amount that is not a number
+    response = world.deployment.submit(
+        http_event(
+            "http_approve.json",
+            path=f"/turns/{world.approval}/actions/{world.approval_action}/approve",
+            body={"arguments": {"orderId": "O-1001", "amount": "lots"}},
+        )
+    )
+    # THEN the 422 is about the tool call's arguments, names the tool and the field, and nothing changed
+    assert response.status == 422, response.body
+    body = response.json
+    assert body["type"] == PROBLEM + "tool-arguments-validation"
+    assert "form" not in (body["title"] + body["detail"]).lower()
+    assert "issue_refund" in body["detail"]
+    assert [e["path"] for e in body["errors"]] == ["/amount"]
+    assert world.deployment.dump() == before
+
+
+@pytest.mark.parametrize("key", [None, "a b", "k" * 129, "\u00e9t\u00e9"])
+def test_a_missing_or_invalid_idempotency_key_is_named_as_the_header(world: World, key: str | None) -> None:
+    # WHEN an answer carries no Idempotency-Key, or one outside the documented rule
+    response = world.deployment.submit(_submit_event(world, headers={"idempotency-key": key}))
+    # THEN the 400 names the header, and the rule when the key breaks it
+    assert response.status == 400, response.body
+    (error,) = response.json["errors"]
+    assert error["path"] == "/Idempotency-Key" and error["in"] == "header"
+    if key is not None:
+        assert "1 to 128 visible ASCII characters" in error["message"]
+
+
 #: The four answer routes: (event template, path suffix, a valid body for it).
 _ANSWER_ROUTES: dict[str, tuple[str, dict[str, Any]]] = {
     "submit": ("http_submit_form.json", {"data": {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}}),

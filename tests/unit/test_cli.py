@@ -76,3 +76,24 @@ def test_demo_refuses_a_model_setting_it_cannot_build(
     monkeypatch.delenv("AGENTTURN_OPENAI_MODEL", raising=False)
     assert main(["demo", "support"]) == 2
     assert "AGENTTURN_OPENAI_MODEL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("agents", "model", "shown"),
+    [
+        (None, None, "demo"),  # the demo agents run the demo model: the console shows its badge and prompts
+        ("access_desk.agents:build", None, "own"),  # a team's agents pick their model: no demo badge or prompts
+        ("access_desk.agents:build", "bedrock:anthropic.claude", "bedrock:anthropic.claude"),
+    ],
+)
+def test_agentturn_dev_tells_the_console_the_demo_model_only_for_the_demo_agents(
+    monkeypatch: pytest.MonkeyPatch, agents: str | None, model: str | None, shown: str
+) -> None:
+    from agentturn.local.server import DevConfig, DevServer
+
+    for name, value in (("AGENTTURN_AGENTS", agents), ("AGENTTURN_MODEL", model)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert DevServer(DevConfig(agents=agents)).model == shown

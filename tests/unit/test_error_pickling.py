@@ -33,6 +33,7 @@ EXAMPLES: list[BaseException] = [
     errors.SnapshotRoundTripError("t-1", "tool_states"),
     errors.InvalidResumeError("turn 't' is COMPLETED", reason="turn_terminal"),
     errors.FormValidationError([{"path": "/amount", "message": "must be a number"}]),
+    errors.ToolArgumentsInvalidError("issue_refund", [{"path": "/amount", "message": "must be a number"}]),
     errors.ConversationBusyError("c-1", "t-2"),
     errors.UnknownAgentError("support", "3"),
     errors.AgentChangedError("support", "1", "2", ["tool 'refund' is gone"]),

@@ -231,3 +231,28 @@ def test_a_body_is_never_read_as_the_next_request(gateway: Any, case: str, answe
     # THEN the request is answered, and the hidden one never runs: the next answer, if any, is the follow-up's
     assert statuses == answers
     assert [event["rawPath"] for event in run.events] == []
+
+
+def test_a_body_too_large_for_the_gateway_names_the_limit_a_caller_actually_meets(
+    gateway: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the gateway started, and the handlers' body limit (AGENTTURN_MAX_BODY_BYTES) at 300 KB
+    server, run, _ = gateway
+    server.start()
+    monkeypatch.setenv("AGENTTURN_MAX_BODY_BYTES", str(300 * 1024))
+    size = 12 * 1024 * 1024
+    # WHEN a 12 MB body is announced (only its head is sent: it is refused before being read)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as sock:
+        head = (
+            f"POST /conversations/c1/turns HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+        )
+        sock.sendall(head.encode())
+        status, headers, body = parse(read_all(sock))
+    # THEN the 413 is the API's problem, naming that limit and the body's size, and no handler ran
+    assert status == 413
+    assert headers["content-type"] == "application/problem+json"
+    problem = json.loads(body)
+    assert problem["type"] == "https://agentturn.dev/problems/payload-too-large"
+    assert problem["detail"] == f"the body is {size} bytes; at most {300 * 1024} are accepted"
+    assert run.events == []

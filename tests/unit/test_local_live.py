@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from agentturn.local.live import SUBPROTOCOL, LiveHub, header_subprotocol
+from agentturn.local.live import SUBPROTOCOL, LiveHub, header_subprotocol, self_signed_context
 
 ORIGIN = "http://127.0.0.1:8787"
 
@@ -123,3 +126,37 @@ def test_keepalives_flow_and_bad_publishes_are_refused(hub: LiveHub) -> None:
         status, answer = hub.publish_http(json.dumps(body).encode())
         assert status == 400, body
         assert answer["errors"][0]["errorType"] == "BadRequestException"
+
+
+def test_the_tls_listener_takes_any_free_port_when_its_default_is_taken(tmp_path: Path) -> None:
+    # GIVEN the TLS listener's default port held by another program
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        live = LiveHub(
+            _subject,
+            allowed_origins=lambda: frozenset({ORIGIN}),
+            tls=self_signed_context(tmp_path),
+            tls_port=port,
+            tls_port_fallback=True,
+        )
+        # WHEN the hub starts THEN it listens with TLS elsewhere, and a client that trusts the certificate connects
+        live.start()
+        try:
+            assert live.tls_port not in (0, port)
+            assert live.amplify_endpoint == f"https://127.0.0.1:{live.tls_port}/event"
+            trust = ssl.create_default_context(cafile=tmp_path / "live-cert.pem")
+            auth = header_subprotocol({"host": "127.0.0.1", "x-agentturn-dev-user": "alice"})
+            with connect(live.tls_url or "", subprotocols=[SUBPROTOCOL, auth], ssl=trust, open_timeout=5) as client:  # type: ignore[list-item]
+                client.send(json.dumps({"type": "connection_init"}))
+                assert json.loads(client.recv(timeout=5))["type"] == "connection_ack"
+                # AND a person's publish is answered publish_error, as AppSync answers it
+                client.send(
+                    json.dumps({"type": "publish", "id": "p1", "channel": "/agentturn/alice/c", "events": ["{}"]})
+                )
+                answer = json.loads(client.recv(timeout=5))
+                assert answer["type"] == "publish_error" and answer["id"] == "p1"
+                assert answer["errors"][0]["errorType"] == "UnauthorizedException"
+        finally:
+            assert live.stop(5)

@@ -68,8 +68,9 @@ def _with_contract_details(document: dict[str, Any]) -> dict[str, Any]:
         "name": "Idempotency-Key",
         "in": "header",
         "required": True,
-        "description": "Unique per logical request; a retry with the same key and body replays the first "
-        "answer, the same key with another body is refused (422).",
+        "description": "Unique per logical request (1 to 128 visible ASCII characters other than ',' and "
+        "'\"'; a UUID is one); a retry with the same key and body replays the first answer, the same key with "
+        "another body is refused (422). A missing or malformed key is a 400 whose `errors` name the header.",
         "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[!#-+\\--~]+$"},
     }
     schemas = components.setdefault("schemas", {})

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from agentturn.errors import (
     AgentTurnError,
+    AwaitedAnswer,
     ConversationBusyError,
     FormValidationError,
     IdempotencyConflictError,
@@ -20,6 +21,7 @@ from agentturn.errors import (
     RefusalReason,
     SnapshotUnreadableError,
     StorageError,
+    ToolArgumentsInvalidError,
     TurnNotFoundError,
     UnknownAgentError,
     VersionConflictError,
@@ -149,27 +151,71 @@ def body_required() -> ProblemError:
     return ProblemError(400, "body-required", "Request body required", "this route takes a JSON object body")
 
 
+#: What an ``Idempotency-Key`` may be, in words (README "HTTP API", the OpenAPI document and the check agree).
+IDEMPOTENCY_KEY_RULE: Final = "1 to {max_length} visible ASCII characters other than ',' and '\"' (a UUID is one)"
+
+
 def idempotency_key_required() -> ProblemError:
     return ProblemError(
         400,
         "idempotency-key-required",
         "Idempotency-Key header required",
         "send a unique Idempotency-Key header (and the same one when retrying this request)",
+        errors=[{"path": "/Idempotency-Key", "in": "header", "message": "is required"}],
     )
 
 
 def invalid_idempotency_key(max_length: int) -> ProblemError:
+    rule = IDEMPOTENCY_KEY_RULE.format(max_length=max_length)
     return ProblemError(
         400,
         "invalid-idempotency-key",
         "Invalid Idempotency-Key header",
-        f"the Idempotency-Key must be 1..{max_length} visible ASCII characters other than ',' and '\"'",
+        f"the Idempotency-Key header must be {rule}",
+        errors=[{"path": "/Idempotency-Key", "in": "header", "message": f"must be {rule}"}],
     )
 
 
 def payload_too_large(size: int, limit: int) -> ProblemError:
     return ProblemError(
         413, "payload-too-large", "Request body too large", f"the body is {size} bytes; at most {limit} are accepted"
+    )
+
+
+def tool_arguments_invalid(exc: ToolArgumentsInvalidError) -> ProblemError:
+    # The same checks as a form (against the tool's parameter schema frozen with the wait); pointers into the
+    # edited ``arguments`` object, which is what an edit form maps to its fields.
+    return ProblemError(
+        422,
+        "tool-arguments-validation",
+        "Edited arguments do not match the tool's parameters",
+        f"{exc.subject} have {len(exc.errors)} problem(s); fix them, or approve the call as shown",
+        errors=exc.errors,
+    )
+
+
+_ROUTES_FOR: Final[Mapping[AwaitedAnswer, str]] = {
+    AwaitedAnswer.FORM: 'it is a form: POST {actions}/submit with {{"data": {{...}}}}, or {actions}/decline '
+    'with {{"reason"?}}',
+    AwaitedAnswer.TOOL_APPROVAL: "it is a tool call waiting for approval: POST {actions}/approve with {{}} or "
+    '{{"arguments": {{...}}}}, {actions}/reject with {{"reason"?}}, or {actions}/respond with '
+    '{{"content": ...}}',
+    AwaitedAnswer.TEXT: 'it waits for a message: POST /conversations/{{conversationId}}/turns with {{"input"}}',
+}
+
+
+def wrong_action_kind(exc: InvalidResumeError) -> ProblemError:
+    """409 for an answer of the wrong kind, in HTTP's terms (the core's message names Python calls)."""
+    if exc.awaited is None:
+        return ProblemError(409, "wrong-action-kind", "Wrong kind of answer for this action", str(exc))
+    actions = f"/turns/{exc.turn_id or '{turnId}'}/actions/{exc.action_id or '{actionId}'}"
+    action = f"action {exc.action_id!r}" if exc.action_id else "this action"
+    return ProblemError(
+        409,
+        "wrong-action-kind",
+        "Wrong kind of answer for this action",
+        f"{action} cannot be answered this way; {_ROUTES_FOR[exc.awaited].format(actions=actions)}",
+        extensions={"awaits": exc.awaited.value},
     )
 
 
@@ -276,6 +322,8 @@ _RESUME_CONFLICTS: Final[Mapping[RefusalReason, tuple[str, str]]] = {
 
 def from_core_error(exc: AgentTurnError, *, conversation_id: str | None = None) -> ProblemError:
     """The problem a core error means to a caller. ``conversation_id`` is the caller's (public) id."""
+    if isinstance(exc, ToolArgumentsInvalidError):
+        return tool_arguments_invalid(exc)
     if isinstance(exc, FormValidationError):
         return form_validation(exc.errors)
     if isinstance(exc, IdempotencyConflictError):
@@ -288,6 +336,8 @@ def from_core_error(exc: AgentTurnError, *, conversation_id: str | None = None) 
         # A caller who may not answer an action is told what a caller naming a missing one is: no existence leak.
         if exc.reason in (RefusalReason.UNKNOWN_ACTION, RefusalReason.NOT_PERMITTED):
             return ProblemError(404, "action-not-found", "Action not found", str(exc))
+        if exc.reason is RefusalReason.WRONG_COMMAND:
+            return wrong_action_kind(exc)
         slug, title = _RESUME_CONFLICTS.get(exc.reason, ("invalid-resume", "Answer does not fit the turn"))
         return ProblemError(409, slug, title, str(exc))
     if isinstance(exc, ConversationBusyError):

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+# First: it must run before aws_cdk (loaded by the modules below) starts jsii.
+from agentturn.cdk._node_warnings import NODE_WARNINGS_SILENCED
 from agentturn.cdk.construct import TOOL_FUNCTIONS, AgentTurn
 from agentturn.cdk.settings import (
     AgUiStreamingProps,
@@ -20,6 +22,7 @@ from agentturn.cdk.settings import (
 )
 
 __all__ = [
+    "NODE_WARNINGS_SILENCED",
     "TOOL_FUNCTIONS",
     "AgUiStreamingProps",
     "AgentTurn",

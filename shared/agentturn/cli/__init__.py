@@ -152,6 +152,14 @@ def _add_dev_parser(commands: Any) -> None:
         help="serve the agents this function returns (default: $AGENTTURN_AGENTS, else the demo agents)",
     )
     dev.add_argument(
+        "--events-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="the live timeline over TLS (self-signed) for AWS Amplify's Events client, whose API.Events.endpoint "
+        "is then https://127.0.0.1:PORT/event (default: the port after --port; 0: any free; -1: off)",
+    )
+    dev.add_argument(
         "--code",
         metavar="PATH",
         type=Path,
@@ -174,6 +182,9 @@ def _dev(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         sys.stderr.write("agentturn dev: --port must be within 0..65535\n")
         return 2
+    if args.events_port is not None and not -1 <= args.events_port <= 65535:
+        sys.stderr.write("agentturn dev: --events-port must be within 0..65535, or -1 (off)\n")
+        return 2
     missing = [str(path) for path in args.code if not path.exists()]
     if missing:
         sys.stderr.write(f"agentturn dev: --code {', '.join(missing)} does not exist\n")
@@ -185,6 +196,7 @@ def _dev(args: argparse.Namespace) -> int:
         log_requests=not args.quiet,
         agents=args.agents,
         code=tuple(args.code),
+        events_port=args.events_port,
     )
     try:
         return serve(config)
@@ -203,7 +215,7 @@ def _dev(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from agentturn.cli.scaffold import ProjectNames, ScaffoldError, init_project
+    from agentturn.cli.scaffold import ProjectNames, ScaffoldError, init_project, next_steps
 
     try:
         names = ProjectNames.from_name(args.name or args.directory.resolve().name)
@@ -211,14 +223,10 @@ def _init(args: argparse.Namespace) -> int:
     except ScaffoldError as exc:
         sys.stderr.write(f"agentturn init: {exc}\n")
         return 2
-    where = args.directory
+    steps = "".join(f"  {step}\n" for step in [f"cd {args.directory}", *next_steps(names)])
     sys.stdout.write(
-        f"wrote {len(written)} files to {where}/ (package {names.package}). Next:\n"
-        f"  cd {where} && python -m venv .venv && . .venv/bin/activate\n"
-        "  python -m pip install -e '.[dev]' && npm install\n"
-        "  python -m pytest\n"
-        f"  agentturn dev --agents {names.package}.agents:build --code {names.package}\n"
-        "  npx cdk synth\n"
+        f"wrote {len(written)} files to {args.directory}/ (package {names.package}). Next, in this Python "
+        "environment (it has agentturn, which the project needs and no package index has):\n" + steps
     )
     return 0
 

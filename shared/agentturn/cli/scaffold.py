@@ -9,7 +9,12 @@ package's own code). Placeholders are plain tokens replaced everywhere, file nam
 ``__stack__``              the CloudFormation stack name: the name in CamelCase
 ``__agentturn_version__``  ``>=`` the installed agentturn version
 ``__cdk_cli_version__``    the CDK CLI this agentturn's ``aws-cdk-lib`` needs (as pinned here)
+``__next_steps__``         :func:`next_steps`, one command a line
 =========================  ====================================================================
+
+:func:`next_steps` is what ``agentturn init`` prints, what the project's README says and what this
+repository's README shows (a test keeps the three equal): it runs in the environment agentturn is installed
+in, because agentturn is not on a package index — a new environment could not install the project.
 """
 
 from __future__ import annotations
@@ -66,10 +71,22 @@ def render(text: str, names: ProjectNames) -> str:
         "__stack__": names.stack,
         "__agentturn_version__": f">={_agentturn_version()}",
         "__cdk_cli_version__": CDK_CLI_VERSION,
+        "__next_steps__": "\n".join(next_steps(names)),
     }
     for token, value in replacements.items():
         text = text.replace(token, value)
     return text
+
+
+def next_steps(names: ProjectNames) -> list[str]:
+    """The commands that take a new project to its tests, the console and a template, run from its folder in
+    the Python environment that has agentturn (``agentturn[cdk,local]``) installed."""
+    return [
+        "python3 -m pip install -e '.[dev]' && npm install",
+        "python3 -m pytest",
+        f"agentturn dev --agents {names.package}.agents:build --code {names.package}",
+        "npx cdk synth",
+    ]
 
 
 def _target_name(relative: Path, names: ProjectNames) -> Path:

@@ -19,7 +19,13 @@ from agentturn.engine.tool_results import (
     unanswered_tool_form,
     written_by_person,
 )
-from agentturn.errors import FormValidationError, InvalidResumeError, RefusalReason
+from agentturn.errors import (
+    AwaitedAnswer,
+    FormValidationError,
+    InvalidResumeError,
+    RefusalReason,
+    ToolArgumentsInvalidError,
+)
 from agentturn.forms.definitions import REQUEST_USER_INPUT
 from agentturn.forms.validation import validate_form_data
 from agentturn.state.commands import ResumeCommand, ResumeKind
@@ -104,6 +110,9 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
             f"turn {turn.id!r} waits for form {suspension.metadata['formKey']!r}: "
             "resume it with ResumeCommand.submit_form(action_id, data) or decline_input(action_id)",
             reason=RefusalReason.WRONG_COMMAND,
+            awaited=AwaitedAnswer.FORM,
+            turn_id=turn.id,
+            action_id=suspension.action_id,
         )
     _refuse_stale(turn, suspension, command.action_id)
     if is_round_wait(suspension):
@@ -146,6 +155,8 @@ def _apply_text(turn: Turn, command: ResumeCommand) -> None:
         raise InvalidResumeError(
             f"turn {turn.id!r} waits for text: resume it with ResumeCommand.user_input(content)",
             reason=RefusalReason.WRONG_COMMAND,
+            awaited=AwaitedAnswer.TEXT,
+            turn_id=turn.id,
         )
     turn.messages.append(stamp(turn, UserMessage(content=command.content)))
     turn.phase = TurnPhase.MODEL
@@ -156,6 +167,9 @@ def _apply_approval(turn: Turn, suspension: Suspension, command: ResumeCommand, 
         raise InvalidResumeError(
             f"turn {turn.id!r} waits for a tool approval: use approve_tool, reject_tool or respond",
             reason=RefusalReason.WRONG_COMMAND,
+            awaited=AwaitedAnswer.TOOL_APPROVAL,
+            turn_id=turn.id,
+            action_id=suspension.action_id,
         )
     _refuse_stale(turn, suspension, command.action_id)
     call_id = suspension.correlation_id
@@ -220,12 +234,13 @@ def _edited_arguments(suspension: Suspension, arguments: dict[str, Any] | None) 
     schema = suspension.parameters_schema
     if schema is None:
         # Frozen before edits existed: nobody can say what the tool accepts, so only the shown arguments can run.
-        raise FormValidationError(
-            [{"path": "", "message": "this approval was asked before edits were possible: approve it as shown"}]
+        raise ToolArgumentsInvalidError(
+            suspension.tool_name,
+            [{"path": "", "message": "this approval was asked before edits were possible: approve it as shown"}],
         )
     errors = validate_form_data(schema, arguments)
     if errors:
-        raise FormValidationError(errors)
+        raise ToolArgumentsInvalidError(suspension.tool_name, errors)
     return dict(arguments)
 
 

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
 from agentturn.api.http import StreamedAnswer
+from agentturn.api.problems import ProblemError, payload_too_large
 from agentturn.api.routes import ALL_GROUPS, SUBMIT_LAMBDA_GROUPS, RouteSpec, match_route
+from agentturn.api.settings import Settings
 from agentturn.local.emulator import LOOPBACK
 from agentturn.local.events import HttpRequest, HttpResponse, dev_claims, http_api_event, http_response
 from agentturn.local.log import LOGGER_NAME
@@ -74,7 +76,8 @@ class GatewayConfig:
     users: Sequence[str] = ()
     #: The agent ids the console's picker offers.
     agent_ids: Callable[[], list[str]] = field(default=lambda: [])
-    #: ``AGENTTURN_MODEL`` as the handlers read it: "demo" labels the console as running the demo model.
+    #: ``AGENTTURN_MODEL`` as the handlers read it, else "demo" (the demo agents: the console shows the demo model's
+    #: badge and its prompts) or "own" (a team's agents, which pick their model themselves).
     model: str = "demo"
     web_dir: Path = WEB_DIR
     log_requests: bool = True
@@ -170,8 +173,14 @@ class LocalGateway:
             "agents": self.config.agent_ids(),
             "model": self.config.model,
         }
-        if self.config.live is not None:
-            info["live"] = {"realtimeUrl": self.config.live.url, "host": f"{LOOPBACK}:{self.port}"}
+        live = self.config.live
+        if live is not None:
+            info["live"] = {"realtimeUrl": live.url, "host": f"{LOOPBACK}:{self.port}"}
+            if live.amplify_endpoint is not None:
+                # For a page on AWS Amplify's Events client: its API.Events.endpoint (Amplify connects to
+                # wss://<that host:port>/event/realtime).
+                info["live"]["amplifyEndpoint"] = live.amplify_endpoint
+                info["live"]["certificate"] = str(live.certificate) if live.certificate else None
         return info
 
     def console_headers(self) -> dict[str, str]:
@@ -256,6 +265,11 @@ class LocalGateway:
 def _problem(status: int, slug: str, title: str, detail: str) -> HttpResponse:
     body = {"type": f"https://agentturn.dev/problems/{slug}", "title": title, "status": status, "detail": detail}
     return HttpResponse(status, [("Content-Type", "application/problem+json")], json.dumps(body).encode())
+
+
+def _problem_from(problem: ProblemError) -> HttpResponse:
+    """The API's own problem document, for a refusal the gateway makes in the handlers' place."""
+    return HttpResponse(problem.status, list(problem.response_headers().items()), problem.to_json().encode())
 
 
 def _problem_slug(response: HttpResponse) -> str:
@@ -410,7 +424,9 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 return _problem(400, "bad-content-length", "Bad Content-Length", "Content-Length is not a number")
             if length > MAX_BODY_BYTES:
                 self.close_connection = True
-                return _problem(413, "payload-too-large", "Request body too large", f"at most {MAX_BODY_BYTES} bytes")
+                # The limit a caller meets is the handlers' (AGENTTURN_MAX_BODY_BYTES), far below this one, which
+                # only spares the server reading a body that can never be accepted: name that one.
+                return _problem_from(payload_too_large(length, Settings.from_env().max_body_bytes))
             self._body_settled = True
             return self.rfile.read(length) if length > 0 else b""
 

@@ -14,7 +14,15 @@ as deployed; the signature is not checked here, there is no secret to check it w
   ``subscribe_error`` with ``UnauthorizedException`` when the channel is not the caller's: the rule of the
   deployed channel namespace's onSubscribe handler (the channel's second segment is the caller's ``sub``);
 - ``data`` (``id``, ``event``: the published JSON string) for each event on a subscribed channel;
-- ``unsubscribe`` → ``unsubscribe_success``.
+- ``unsubscribe`` → ``unsubscribe_success``;
+- ``publish`` (``id``, ``channel``, ``events``, ``authorization``) → ``publish_success`` (``successful``:
+  ``identifier`` and ``index`` per event, ``failed``) or ``publish_error``: as deployed, only IAM (a SigV4
+  ``Authorization``; not verified here) may publish, so a person's publish is ``UnauthorizedException``.
+
+Besides the plain ``ws://`` listener the console uses, :class:`LiveHub` can listen with TLS
+(``tls=``), for clients built for AppSync: AWS Amplify's Events client derives
+``wss://<endpoint host:port>/event/realtime`` from the configured HTTP endpoint (``https://host:port/event``)
+and will not speak plain ``ws://``. :func:`self_signed_context` makes the certificate ``agentturn dev`` uses.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import errno
 import json
 import logging
 import re
@@ -31,9 +40,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agentturn.local.log import LOGGER_NAME
+
+if TYPE_CHECKING:
+    import ssl
+    from pathlib import Path
 
 _log = logging.getLogger(LOGGER_NAME)
 
@@ -43,6 +56,11 @@ CONNECTION_TIMEOUT_MS: Final = 300_000
 #: AppSync's channel rules: 1-5 segments of letters, digits and dashes, at most 50 characters each.
 _CHANNEL: Final = re.compile(r"^(/[A-Za-z0-9-]{1,50}){1,5}$")
 _MAX_EVENTS: Final = 5
+#: Page origins the TLS listener accepts: any port of this machine (a team's own dev server, say), never a
+#: named site (a DNS-rebinding page has its own name as origin).
+_LOOPBACK_ORIGIN: Final = re.compile(r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:\d{1,5})?$")
+#: What an IAM-signed (SigV4) request's Authorization header starts with: the only publisher AppSync lets in.
+_SIGV4: Final = "AWS4-HMAC-SHA256 "
 
 #: ``authorization headers → subject`` (None: not authorized).
 Authenticate = Callable[[dict[str, Any]], "str | None"]
@@ -94,6 +112,10 @@ class LiveHub:
         keepalive_seconds: float = 30.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        tls: ssl.SSLContext | None = None,
+        tls_port: int = 0,
+        tls_port_fallback: bool = False,
+        certificate: Path | None = None,
     ) -> None:
         self.authenticate = authenticate
         self.allowed_origins = allowed_origins
@@ -101,6 +123,14 @@ class LiveHub:
         self.host = host
         self.requested_port = port
         self.port = 0
+        self.tls = tls
+        self.requested_tls_port = tls_port
+        #: Whether a taken ``tls_port`` may be replaced by any free one (a default port, not one asked for).
+        self.tls_port_fallback = tls_port_fallback
+        #: The TLS listener's port (0: none).
+        self.tls_port = 0
+        #: The TLS listener's certificate (PEM), for a client to trust.
+        self.certificate = certificate
         self._connections: set[_Connection] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -113,6 +143,15 @@ class LiveHub:
     @property
     def url(self) -> str:
         return f"ws://{self.host}:{self.port}{REALTIME_PATH}"
+
+    @property
+    def tls_url(self) -> str | None:
+        return f"wss://{self.host}:{self.tls_port}{REALTIME_PATH}" if self.tls_port else None
+
+    @property
+    def amplify_endpoint(self) -> str | None:
+        """What AWS Amplify's ``API.Events.endpoint`` names: it adds ``/realtime`` and speaks ``wss://``."""
+        return f"https://{self.host}:{self.tls_port}/event" if self.tls_port else None
 
     # ------------------------------------------------------------------------------------ lifecycle
 
@@ -146,17 +185,42 @@ class LiveHub:
 
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with serve(
-            self._connection,
-            self.host,
-            self.requested_port,
-            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
-            select_subprotocol=self._select_subprotocol,
-            process_request=self._check_request,
-        ) as server:
+        async with contextlib.AsyncExitStack() as listeners:
+            server = await listeners.enter_async_context(
+                serve(
+                    self._connection,
+                    self.host,
+                    self.requested_port,
+                    subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+                    select_subprotocol=self._select_subprotocol,
+                    process_request=self._check_request,
+                )
+            )
             self.port = int(next(iter(server.sockets)).getsockname()[1])
+            if self.tls is not None:
+                try:
+                    secure = await listeners.enter_async_context(self._serve_tls(self.requested_tls_port))
+                except OSError as exc:
+                    if exc.errno != errno.EADDRINUSE or not self.tls_port_fallback:
+                        raise
+                    # The default port (the one after the console's) is taken: any free one, said in the banner.
+                    secure = await listeners.enter_async_context(self._serve_tls(0))
+                self.tls_port = int(next(iter(secure.sockets)).getsockname()[1])
             self._ready.set()
             await self._stop.wait()
+
+    def _serve_tls(self, port: int) -> Any:
+        from websockets.asyncio.server import serve
+
+        return serve(
+            self._connection,
+            self.host,
+            port,
+            ssl=self.tls,
+            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            select_subprotocol=self._select_subprotocol,
+            process_request=self._check_tls_request,
+        )
 
     # ------------------------------------------------------------------------------------ handshake
 
@@ -164,11 +228,17 @@ class LiveHub:
         return SUBPROTOCOL if SUBPROTOCOL in protocols else None
 
     def _check_request(self, connection: Any, request: Any) -> Any:
+        return self._check(connection, request, lambda origin: origin in self.allowed_origins())
+
+    def _check_tls_request(self, connection: Any, request: Any) -> Any:
+        # A team's own page (its dev server on another port of this machine) connects here with Amplify.
+        return self._check(connection, request, lambda origin: bool(_LOOPBACK_ORIGIN.match(origin)))
+
+    def _check(self, connection: Any, request: Any, origin_allowed: Callable[[str], bool]) -> Any:
         if request.path.split("?")[0] != REALTIME_PATH:
             return connection.respond(HTTPStatus.NOT_FOUND, "no such endpoint\n")
         origin = request.headers.get("Origin")
-        allowed = self.allowed_origins()
-        if origin is not None and allowed and origin not in allowed:
+        if origin is not None and self.allowed_origins() and not origin_allowed(origin):
             # A page on another site must not read a developer's conversations (DNS rebinding, CSRF).
             return connection.respond(HTTPStatus.FORBIDDEN, "origin not allowed\n")
         protocols = [p.strip() for p in ",".join(request.headers.get_all("Sec-WebSocket-Protocol")).split(",")]
@@ -206,6 +276,8 @@ class LiveHub:
                         keepalive = asyncio.create_task(self._keepalive(connection))
                 elif kind == "subscribe":
                     await self._subscribe(connection, message)
+                elif kind == "publish":
+                    await self._publish_from(connection, message)
                 elif kind == "unsubscribe":
                     sid = str(message.get("id", ""))
                     connection.subscriptions.pop(sid, None)
@@ -242,6 +314,38 @@ class LiveHub:
         connection.subscriptions[sid] = channel
         await self._send(connection, {"type": "subscribe_success", "id": sid})
 
+    async def _publish_from(self, connection: _Connection, message: dict[str, Any]) -> None:
+        """A publish over the WebSocket, answered as AppSync answers it (``publish_success``/``publish_error``
+        with the message's ``id``): what lets a client's ``publish()`` settle."""
+        pid = message.get("id")
+        if not isinstance(pid, str) or not pid:
+            await self._send(connection, _error(None, "BadRequestException", "a publish needs an id"))
+            return
+        authorization = message.get("authorization")
+        signed = isinstance(authorization, dict) and any(
+            key.lower() == "authorization" and isinstance(value, str) and value.startswith(_SIGV4)
+            for key, value in authorization.items()
+        )
+        if not signed:
+            # The deployed channel namespace publishes with IAM only: the handlers publish, people subscribe.
+            await self._send(
+                connection,
+                _publish_error(pid, "UnauthorizedException", "publishing to this channel needs IAM authorization"),
+            )
+            return
+        channel, events = message.get("channel"), message.get("events")
+        try:
+            _check_publish(channel, events)
+        except PublishRefused as exc:
+            await self._send(connection, _publish_error(pid, "BadRequestException", str(exc)))
+            return
+        assert isinstance(channel, str)  # checked above
+        assert isinstance(events, list)
+        self.published += 1
+        await self._deliver(channel, list(events))
+        successful = [{"identifier": str(uuid.uuid4()), "index": index} for index in range(len(events))]
+        await self._send(connection, {"type": "publish_success", "id": pid, "successful": successful, "failed": []})
+
     async def _keepalive(self, connection: _Connection) -> None:
         while True:
             await asyncio.sleep(self.keepalive_seconds)
@@ -255,17 +359,7 @@ class LiveHub:
 
     def publish(self, channel: str, events: Sequence[str]) -> list[str]:
         """Deliver ``events`` (JSON strings) to the channel's subscribers; returns their identifiers."""
-        if not _CHANNEL.match(channel):
-            raise PublishRefused(f"channel {channel!r} is not a valid channel path")
-        if not 1 <= len(events) <= _MAX_EVENTS:
-            raise PublishRefused(f"publish 1 to {_MAX_EVENTS} events, not {len(events)}")
-        for event in events:
-            if not isinstance(event, str):
-                raise PublishRefused("each event must be a JSON string")
-            try:
-                json.loads(event)
-            except ValueError as exc:
-                raise PublishRefused(f"an event is not valid JSON: {exc}") from None
+        _check_publish(channel, events)
         loop = self._loop
         if loop is None:
             raise PublishRefused("the live server is not running")
@@ -299,6 +393,70 @@ class LiveHub:
         except PublishRefused as exc:
             return 400, {"errors": [{"errorType": "BadRequestException", "message": str(exc)}]}
         return 200, {"successful": [{"identifier": i, "index": n} for n, i in enumerate(ids)], "failed": []}
+
+
+def _check_publish(channel: Any, events: Any) -> None:
+    """AppSync's rules for a publish: a valid channel path, 1 to 5 events, each a JSON document in a string."""
+    if not isinstance(channel, str) or not isinstance(events, list | tuple):
+        raise PublishRefused("a publish needs a channel and a list of events")
+    if not _CHANNEL.match(channel):
+        raise PublishRefused(f"channel {channel!r} is not a valid channel path")
+    if not 1 <= len(events) <= _MAX_EVENTS:
+        raise PublishRefused(f"publish 1 to {_MAX_EVENTS} events, not {len(events)}")
+    for event in events:
+        if not isinstance(event, str):
+            raise PublishRefused("each event must be a JSON string")
+        try:
+            json.loads(event)
+        except ValueError as exc:
+            raise PublishRefused(f"an event is not valid JSON: {exc}") from None
+
+
+def self_signed_context(folder: Path, host: str = "127.0.0.1") -> ssl.SSLContext:
+    """A server TLS context with a new self-signed certificate for ``host`` and ``localhost``, written to
+    ``folder/live-cert.pem`` (what a client trusts: ``NODE_EXTRA_CA_CERTS``, or the browser's exception) and
+    ``folder/live-key.pem``. Made at each start: nothing outlives the dev server that needs it."""
+    import datetime
+    import ipaddress
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "agentturn dev")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host)), x509.DNSName("localhost")]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    cert_file, key_file = folder / "live-cert.pem", folder / "live-key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.touch(mode=0o600)
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+def _publish_error(pid: str, kind: str, text: str) -> dict[str, Any]:
+    return {"type": "publish_error", "id": pid, "errors": [{"errorType": kind, "message": text}]}
 
 
 def _error(sid: Any, kind: str, text: str) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +56,9 @@ class DevConfig:
     agents: str | None = None
     #: The team's code, importable as it is from the root of a deployed bundle (the construct's ``code``).
     code: tuple[Path, ...] = ()
+    #: The live timeline over TLS (a self-signed certificate made at start), where AWS Amplify's Events client
+    #: connects: ``None`` → the port after ``port`` (any free one when ``port`` is 0); -1 → not offered.
+    events_port: int | None = None
 
 
 def _agent_ids() -> list[str]:
@@ -80,6 +85,8 @@ class DevServer:
     worker: WorkerLoop | None = None
     tasks: list[PeriodicTask] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
+    #: Where the live TLS listener's certificate is (made at start, removed at stop).
+    certificates: Path | None = None
 
     @property
     def url(self) -> str:
@@ -125,7 +132,21 @@ class DevServer:
         self.pools = load_pools(functions_dir)
         for pool in self.pools.values():
             pool.warm()
-        self.live = LiveHub(self._live_subject, allowed_origins=self._origins)
+        tls, tls_port = None, 0
+        if self.config.events_port != -1:
+            from agentturn.local.live import self_signed_context
+
+            self.certificates = Path(tempfile.mkdtemp(prefix="agentturn-dev-tls-"))
+            tls = self_signed_context(self.certificates)
+            tls_port = self.config.events_port or (self.config.port + 1 if self.config.port else 0)
+        self.live = LiveHub(
+            self._live_subject,
+            allowed_origins=self._origins,
+            tls=tls,
+            tls_port=tls_port,
+            tls_port_fallback=self.config.events_port is None,
+            certificate=self.certificates / "live-cert.pem" if self.certificates is not None else None,
+        )
         self.live.start()
         self.gateway = LocalGateway(
             GatewayConfig(
@@ -196,6 +217,9 @@ class DevServer:
                 stuck.append("snapshot")
         if self.emulator is not None and not self.emulator.stop(STOP_TIMEOUT_SECONDS / 2):
             stuck.append("emulator")
+        if self.certificates is not None:
+            shutil.rmtree(self.certificates, ignore_errors=True)
+            self.certificates = None
         self.gateway = self.worker = self.emulator = None
         self.live = None
         self.tasks = []
@@ -203,21 +227,38 @@ class DevServer:
 
     @property
     def model(self) -> str:
-        return os.environ.get("AGENTTURN_MODEL", "").strip().lower() or "demo"
+        """What answers: ``AGENTTURN_MODEL``'s choice; else "demo" for the demo agents (they run the demo model)
+        and "own" for a team's (``--agents``), whose ``build`` picks its model: no demo badge, no demo prompts."""
+        chosen = os.environ.get("AGENTTURN_MODEL", "").strip().lower()
+        if chosen:
+            return chosen
+        from agentturn.api.settings import DEFAULT_AGENTS, Settings
+
+        return "demo" if Settings.from_env().agents == DEFAULT_AGENTS else "own"
 
     def banner(self) -> str:
         assert self.emulator is not None
-        model_text = "demo (deterministic scripted replies, not an LLM)" if self.model == "demo" else self.model
+        model_text = {
+            "demo": "demo (deterministic scripted replies, not an LLM)",
+            "own": "the one your agents' build function gives them (AGENTTURN_MODEL unset)",
+        }.get(self.model, self.model)
         state = (
             f"kept in {self.config.persist}"
             if self.config.persist
             else "in memory (gone on exit; --persist DIR keeps it)"
         )
+        events = ""
+        if self.live is not None and self.live.amplify_endpoint and self.live.certificate is not None:
+            events = (
+                f"  events    AWS Amplify's API.Events.endpoint: {self.live.amplify_endpoint} (wss, self-signed "
+                f"certificate {self.live.certificate})\n"
+            )
         return (
             f"agentturn dev: console at {self.url}\n"
             f"  user      {self.config.user} (switch in the console; local only)\n"
             f"  agents    {', '.join(self.agents)}\n"
             f"  model     {model_text}\n"
+            f"{events}"
             f"  emulator  moto at {self.emulator.endpoint_url} (DynamoDB, SQS, S3)\n"
             f"  state     {state}\n"
             "Press Ctrl-C to stop.\n"
