@@ -16,6 +16,7 @@ import boto3
 import pytest
 
 from tests.contract.aws_adapters import CLIENT_CONFIG, aws_session
+from tests.functional.harness import DEFAULT_SUB, http_event
 from tests.support.cycle_cost import MEETING_ROOM, ProductionCycle, Script, Tally
 from tests.support.emulators import Emulator, boto3_session_kwargs
 
@@ -173,3 +174,41 @@ def test_a_cycle_after_earlier_ones_meets_the_design_target_of_14_requests(cycle
 
     # THEN it makes at most DESIGN's requests (the write-unit and dollar targets are asserted by the tests above)
     assert len(tally.requests) <= TARGET_REQUESTS
+
+
+def test_reading_a_waiting_turns_timeline_writes_nothing(cycle: ProductionCycle) -> None:
+    # GIVEN a turn that waits on its form, started through the run function on DynamoDB Local
+    conversation = f"read-{uuid.uuid4().hex[:8]}"
+    started = cycle.run_api.handle(
+        http_event(
+            "http_start_turn.json",
+            path=f"/conversations/{conversation}/turns",
+            body={"input": MEETING_ROOM.input, "agentId": MEETING_ROOM.agent_id},
+            sub=DEFAULT_SUB,
+        ),
+        None,
+    )
+    assert started["statusCode"] == 200, started["body"]
+    cycle.meter.reset()
+
+    # WHEN a page polls its newest entry, and then the whole timeline, as the console does
+    requests = []
+    for query in ({"limit": "1"}, {}):
+        answer = cycle.run_api.handle(
+            http_event(
+                "http_start_turn.json",
+                method="GET",
+                path=f"/conversations/{conversation}/messages",
+                body=None,
+                sub=DEFAULT_SUB,
+                query=query,
+            ),
+            None,
+        )
+        assert answer["statusCode"] == 200, answer["body"]
+        requests += cycle.meter.reset().requests
+
+    # THEN the reads were reads only: no put, update or delete on any table, no write unit billed
+    assert requests, "the meter saw the reads"
+    assert {r.operation for r in requests} <= {"GetItem", "BatchGetItem", "Query"}, [r.operation for r in requests]
+    assert sum(r.write_units for r in requests) == 0
