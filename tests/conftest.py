@@ -47,3 +47,21 @@ def moto_server(aws_env: None) -> Iterator[Emulator]:
     """moto's server (SQS, S3, ...) on 127.0.0.1, shared by the session: use unique resource names."""
     with start_moto_server() as emulator:
         yield emulator
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium under Playwright, one for the whole session.
+
+    One only: Playwright's sync API runs its own event loop for as long as it is open, and a second
+    ``sync_playwright()`` opened while the first is (a module's own browser after the console tests) is refused.
+    """
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, require_browser
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()

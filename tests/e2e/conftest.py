@@ -79,6 +79,8 @@ class DevProcess:
         default_factory=lambda: {
             "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)]),
             "AGENTTURN_AGENTS": "tests.e2e.agents:e2e_agents",
+            # The demo agents and a few test agents, all on the demo model: the console shows its badge.
+            "AGENTTURN_MODEL": "demo",
         }
     )
 
@@ -154,17 +156,6 @@ def dev_server() -> Iterator[DevProcess]:
     # Ctrl-C must stop everything cleanly and promptly: exit status 0 and the closing line.
     assert status == 0, f"agentturn dev did not stop cleanly (status {status}):\n{server.log()}"
     assert "stopped" in server.log()
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @dataclass

@@ -112,7 +112,8 @@ def test_support_ticket_runs_to_completion_through_run_submit_and_worker(deploym
     assert final.json["status"] == "COMPLETED"
     assert final.json["suspension"] is None
     assert "统一登录系统" in final.json["finalOutput"]
-    assert "ALL_USERS" in final.json["finalOutput"]
+    # The reply names the option as the card showed it (its label), not the stored value
+    assert "全部用户 (All users)" in final.json["finalOutput"]
     assert deployment.queue_depth() == 0
 
     # AND the timeline shows the card SUBMITTED (read-only, with who and what) and the final answer

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -29,7 +28,7 @@ from agentturn.aws.tables import TableNames, create_tables
 from agentturn.cdk import NODE_WARNINGS_SILENCED
 from agentturn.cdk.bundling import local_target
 from agentturn.cli.scaffold import CDK_CLI_VERSION
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, DevProcess, free_port, require_browser
+from tests.e2e.conftest import DevProcess, free_port
 from tests.functional.harness import http_event
 from tests.infra import team_env
 from tests.infra.lambda_probe import run_handler
@@ -275,7 +274,7 @@ def test_the_bundled_run_handler_serves_the_teams_agent_from_the_asset_alone(
 
 
 def test_agentturn_dev_serves_the_teams_agent_as_deployed(
-    team_project: TeamProject, tmp_path: Path, console_browser: Any
+    team_project: TeamProject, tmp_path: Path, browser: Any
 ) -> None:
     # GIVEN `agentturn dev --agents ... --code ...` in the project, from its own environment
     server = DevProcess(
@@ -295,7 +294,7 @@ def test_agentturn_dev_serves_the_teams_agent_as_deployed(
         # AND the console shows the team's agent and its form's title, with no trace of the demo model
         _, info = server.request("GET", "/_dev/info")
         assert info["agents"] == ["access-desk"] and info["model"] == "own", info
-        _console_shows_the_teams_agent(console_browser, server.url)
+        _console_shows_the_teams_agent(browser, server.url)
         action = turn["suspension"]["actionId"]
         status, accepted = server.request(
             "POST",
@@ -308,18 +307,6 @@ def test_agentturn_dev_serves_the_teams_agent_as_deployed(
         assert "billing" in current["finalOutput"]
     finally:
         assert server.stop() == 0, server.log()
-
-
-@pytest.fixture(scope="module")
-def console_browser() -> Iterator[Any]:
-    """Debian's Chromium, as the console tests launch it (tests/e2e/conftest.py)."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def _console_shows_the_teams_agent(browser: Any, url: str) -> None:
