@@ -21,6 +21,8 @@ DETAIL_TYPES: Final = {
     "COMPLETED": "Turn completed",
     "FAILED": "Turn failed",
     "CANCELLED": "Turn cancelled",
+    "REMINDER": "Turn reminder",
+    "ESCALATED": "Turn escalated",
 }
 
 
