@@ -14,6 +14,7 @@ from agentturn import (
     InvalidResumeError,
     Principal,
     ResumeCommand,
+    Runner,
     ScriptedChatModel,
     Tool,
     ToolApprovalDecision,
@@ -117,33 +118,40 @@ def test_a_reminder_once_then_an_escalation_moves_the_card(backend: Backend) -> 
     assert runner.run_turn(waiting.id).status is TurnStatus.COMPLETED and len(refunds) == 1
 
 
+def _race(runner: Runner, turn_id: str) -> dict[str, object]:
+    """An approval by finance and the sweeper's act on the turn, started together; what each returned."""
+    outcome: dict[str, object] = {}
+    start = threading.Barrier(2)
+
+    def answer() -> None:
+        start.wait()
+        try:
+            outcome["answer"] = runner.submit_resume(turn_id, ResumeCommand.approve_tool("call-r").by(ANN))
+        except InvalidResumeError as exc:
+            outcome["answer"] = exc
+
+    def sweep() -> None:
+        start.wait()
+        outcome["sweep"] = runner.expire(turn_id)
+
+    threads = [threading.Thread(target=answer), threading.Thread(target=sweep)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert set(outcome) == {"answer", "sweep"}, outcome
+    return outcome
+
+
 def test_an_answer_racing_the_escalation_exactly_one_wins(backend: Backend) -> None:
     # GIVEN 100 rounds of a card due to escalate, answered by finance at the same moment the sweeper acts
     agent = refund_agent([])
     runner = backend.runner([agent])
-    rounds = 100 if backend.name == "memory" else 25
+    rounds = 100
     for n in range(rounds):
         waiting = runner.run(agent, f"requester/c{n}", "refund", metadata={"ownerId": "requester"})
         backend.clock.advance(4 * HOUR + 1)
-        outcome: dict[str, object] = {}
-        start = threading.Barrier(2)
-
-        def answer(turn_id: str = waiting.id) -> None:
-            start.wait()
-            try:
-                outcome["answer"] = runner.submit_resume(turn_id, ResumeCommand.approve_tool("call-r").by(ANN))
-            except InvalidResumeError as exc:
-                outcome["answer"] = exc
-
-        def sweep(turn_id: str = waiting.id) -> None:
-            start.wait()
-            outcome["sweep"] = runner.expire(turn_id)
-
-        threads = [threading.Thread(target=answer), threading.Thread(target=sweep)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
+        outcome = _race(runner, waiting.id)
         # WHEN both are done THEN exactly one won: approved (never escalated after), or escalated (answer refused)
         stored = backend.store.load(waiting.id)
         people = stored.suspensions[0].people if stored.suspensions else None

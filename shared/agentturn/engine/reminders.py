@@ -50,7 +50,9 @@ def due_people(turn: Turn, now: float) -> tuple[Turn, list[PeopleNotice]]:
                     "waiting_for": waiting_for(moved, people.decisions),
                 }
             )
-            notices.append(PeopleNotice(EventType.TURN_ESCALATED, suspension.correlation_id, moved, people.escalated_from))
+            notices.append(
+                PeopleNotice(EventType.TURN_ESCALATED, suspension.correlation_id, moved, people.escalated_from)
+            )
         elif people.remind_at is not None and now >= people.remind_at:
             people = people.model_copy(update={"remind_at": None, "reminded_at": iso(now)})
             notices.append(PeopleNotice(EventType.TURN_REMINDER, suspension.correlation_id, people.approvers))

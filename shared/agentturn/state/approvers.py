@@ -58,7 +58,9 @@ class Approvers(WireModel):
                 raise ValueError(f"Approvers.{name} must be > 0 seconds, not {after!r}")
         if (self.escalate_after is None) != (self.escalate_to is None):
             raise ValueError("Approvers.escalate_after and Approvers.escalate_to go together")
-        if self.escalate_to is not None and (not self.escalate_to.strip() or self.escalate_to != self.escalate_to.strip()):
+        if self.escalate_to is not None and (
+            not self.escalate_to.strip() or self.escalate_to != self.escalate_to.strip()
+        ):
             raise ValueError(f"Approvers: {self.escalate_to!r} is not a usable group name")
         if not self.users and not self.groups:
             raise ValueError("Approvers needs at least one user or group")
