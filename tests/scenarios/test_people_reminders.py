@@ -160,3 +160,49 @@ def test_an_answer_racing_the_escalation_exactly_one_wins(backend: Backend) -> N
         assert answered != escalated, (n, outcome, people)
         if answered:
             assert stored.status is not TurnStatus.WAITING_FOR_APPROVAL
+
+
+class _AnswerBetweenReadAndWrite:
+    """The store as the sweeper sees it, except that its first read of the turn lets ``answer`` commit before
+    the sweeper writes: the interleaving where the answer wins (a free race seldom produces it)."""
+
+    def __init__(self, store: Any, answer: Any) -> None:
+        self._store = store
+        self._answer = answer
+
+    def load(self, turn_id: str) -> Turn:
+        turn: Turn = self._store.load(turn_id)
+        answer, self._answer = self._answer, None
+        if answer is not None:
+            answer()
+        return turn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_an_answer_that_commits_while_the_sweeper_escalates_wins_and_the_escalation_is_dropped(
+    backend: Backend,
+) -> None:
+    # GIVEN a card due to escalate, and the sweeper reading the turn just before finance's answer commits
+    refunds: list[dict[str, Any]] = []
+    agent = refund_agent(refunds)
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "requester/c", "refund", metadata={"ownerId": "requester"})
+    backend.clock.advance(4 * HOUR + 1)
+    answered: list[Turn] = []
+
+    def answer() -> None:
+        answered.append(runner.submit_resume(waiting.id, ResumeCommand.approve_tool("call-r").by(ANN)))
+
+    sweeper = backend.runner([agent], store=_AnswerBetweenReadAndWrite(backend.store, answer))
+
+    # WHEN the sweeper acts on the turn it read before the answer
+    swept = sweeper.expire(waiting.id)
+
+    # THEN the answer won: the escalation's conditional write was refused, nothing escalated, no notice sent
+    assert len(answered) == 1 and swept.status is not TurnStatus.WAITING_FOR_APPROVAL
+    stored = backend.store.load(waiting.id)
+    assert all(s.people is None or s.people.escalated_at is None for s in stored.suspensions)
+    assert _of(backend, EventType.TURN_ESCALATED) == []
+    assert runner.run_turn(waiting.id).status is TurnStatus.COMPLETED and len(refunds) == 1
