@@ -162,3 +162,29 @@ def test_approvers_refuse_what_cannot_be_met() -> None:
         Approvers(users=("a",), quorum=2)
     with pytest.raises(ValueError, match="must be >= 1"):
         Approvers(groups=("finance",), quorum=0)
+
+
+def test_a_reminder_and_an_escalation_are_refused_when_they_cannot_happen() -> None:
+    # GIVEN approvers with a reminder or an escalation that is not positive, or an escalation to nobody
+    # WHEN they are built THEN each is refused, naming the field
+    with pytest.raises(ValueError, match="remind_after must be > 0"):
+        Approvers(groups=("finance",), remind_after=0)
+    with pytest.raises(ValueError, match="escalate_after must be > 0"):
+        Approvers(groups=("finance",), escalate_after=-1, escalate_to="managers")
+    with pytest.raises(ValueError, match="escalate_after and Approvers\\.escalate_to go together"):
+        Approvers(groups=("finance",), escalate_after=60)
+    with pytest.raises(ValueError, match="escalate_after and Approvers\\.escalate_to go together"):
+        Approvers(groups=("finance",), escalate_to="managers")
+    with pytest.raises(ValueError, match="not a usable group name"):
+        Approvers(groups=("finance",), escalate_after=60, escalate_to=" managers")
+
+
+def test_an_escalation_keeps_the_rules_and_names_the_new_group_alone() -> None:
+    # GIVEN two of finance, requester excluded, escalating to managers
+    approvers = Approvers(
+        groups=("finance",), users=("ann",), quorum=2, exclude_requester=True, escalate_after=60, escalate_to="managers"
+    )
+    # WHEN it escalates THEN managers alone answer, with the same quorum and exclusion, and nothing further is due
+    moved = approvers.escalated()
+    assert moved == Approvers(groups=("managers",), quorum=2, exclude_requester=True)
+    assert moved.inbox_keys() == ["g#managers"]

@@ -1,8 +1,9 @@
 """Turn notices on Amazon EventBridge: one ``PutEvents`` entry per suspension or terminal state.
 
 ``Source`` is ``agentturn``, ``DetailType`` is ``Turn suspended`` / ``Turn completed`` / ``Turn failed`` /
-``Turn cancelled``, and ``Detail`` is the :class:`agentturn.listeners.notifications.TurnNotice` (camelCase JSON: ids,
-kind, formKey or toolName, deadline; never form data). A refused entry raises :class:`NoticeError`, which
+``Turn cancelled`` / ``Turn reminder`` / ``Turn escalated``, and ``Detail`` is the
+:class:`agentturn.listeners.notifications.TurnNotice` (camelCase JSON: ids, kind, formKey or toolName, deadline;
+never form data). A refused entry raises :class:`NoticeError`, which
 :class:`agentturn.listeners.notifications.TurnNotifier` logs and counts.
 """
 
@@ -21,6 +22,8 @@ DETAIL_TYPES: Final = {
     "COMPLETED": "Turn completed",
     "FAILED": "Turn failed",
     "CANCELLED": "Turn cancelled",
+    "REMINDER": "Turn reminder",
+    "ESCALATED": "Turn escalated",
 }
 
 

@@ -44,6 +44,10 @@ class EventType(StrEnum):
     #: call (the model call's number in the turn). Transient: it carries the sequence of the event before it
     #: (deltas are many and are never replayed, so they do not use up the numbers a save reserves).
     MODEL_TEXT_DELTA = "MODEL_TEXT_DELTA"
+    #: a wait's approvers were reminded (``Approvers.remind_after`` passed); data: actionId, approvers
+    TURN_REMINDER = "TURN_REMINDER"
+    #: a wait moved to another group (``Approvers.escalate_after`` passed); data: actionId, approvers, from
+    TURN_ESCALATED = "TURN_ESCALATED"
 
 
 def _freeze(value: Any) -> Any:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from agentturn.engine.clock import Clock
 from agentturn.engine.conflicts import TryAgain, retry_on_conflict
 from agentturn.engine.events import EventType
+from agentturn.engine.reminders import due_people
 from agentturn.engine.resume import expire_wait
 from agentturn.engine.sequencer import EventSequencer
 from agentturn.engine.turn_run import Run
@@ -74,6 +75,22 @@ class Settler:
                 return run.turn
             now = self._clock()
             expired = [s for s in turn.suspensions if s.is_expired(now)]
+            if not expired:
+                # Reminders and escalations (engine.reminders): one conditional write; a racing answer's
+                # write makes this one fail, and the next round re-reads the turn it left.
+                updated, notices = due_people(turn, now)
+                if notices:
+                    run.turn = updated
+                    self._writer.save(run)
+                    for notice in notices:
+                        self._events.emit(
+                            run.turn,
+                            notice.type,
+                            actionId=notice.action_id,
+                            approvers=notice.approvers.inbox_keys(),
+                            **({"escalatedFrom": notice.escalated_from.inbox_keys()} if notice.escalated_from else {}),
+                        )
+                    return run.turn
             if not expire_waits or not expired:
                 return turn
             if any(s.on_expiry == "cancel" or not _answerable(s) for s in expired):

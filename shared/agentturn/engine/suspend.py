@@ -53,6 +53,8 @@ def _assignment(turn: Turn, approvers: Approvers | None, now: float) -> Assignme
         requested_by=requester if isinstance(requester, str) else None,
         asked_at=iso(now),
         title=title_of(turn.input),
+        remind_at=now + approvers.remind_after if approvers.remind_after is not None else None,
+        escalate_at=now + approvers.escalate_after if approvers.escalate_after is not None else None,
     )
 
 

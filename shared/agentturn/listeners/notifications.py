@@ -18,13 +18,15 @@ from agentturn.state.wire import WireModel
 
 _log = logging.getLogger("agentturn.listeners.notifications")
 
-NoticeKind: TypeAlias = Literal["SUSPENDED", "COMPLETED", "FAILED", "CANCELLED"]
+NoticeKind: TypeAlias = Literal["SUSPENDED", "COMPLETED", "FAILED", "CANCELLED", "REMINDER", "ESCALATED"]
 
 _KINDS: Final[dict[EventType, NoticeKind]] = {
     EventType.TURN_SUSPENDED: "SUSPENDED",
     EventType.TURN_COMPLETED: "COMPLETED",
     EventType.TURN_FAILED: "FAILED",
     EventType.TURN_CANCELLED: "CANCELLED",
+    EventType.TURN_REMINDER: "REMINDER",
+    EventType.TURN_ESCALATED: "ESCALATED",
 }
 
 
@@ -55,6 +57,10 @@ class TurnNotice(WireModel):
     #: For a suspension: every decision the turn waits for, in order (the fields above repeat the first), so
     #: a rule can reach every person whose answer a batch of several tool calls needs.
     pending_actions: list[NoticeAction] | None = None
+    #: For a reminder or an escalation: who may answer the action now (``u#<sub>``, ``g#<group>``: the inbox
+    #: keys), and for an escalation who could before.
+    approvers: list[str] | None = None
+    escalated_from: list[str] | None = None
     #: For an end: the turn's status (COMPLETED, FAILED, MAX_STEPS_REACHED, ...) and the error's type.
     status: str | None = None
     error: str | None = None
@@ -92,6 +98,16 @@ def notice_of(event: Event, owner_of: OwnerOf = _no_owner) -> TurnNotice | None:
             deadline=_deadline(expires),
             pending_actions=_actions(data.get("actions")),
         )
+    if kind in ("REMINDER", "ESCALATED"):
+        return TurnNotice(
+            kind=kind,
+            turn_id=event.turn_id,
+            conversation_id=conversation,
+            owner_id=owner,
+            action_id=_text(data.get("actionId")),
+            approvers=_texts(data.get("approvers")),
+            escalated_from=_texts(data.get("escalatedFrom")),
+        )
     return TurnNotice(
         kind=kind,
         turn_id=event.turn_id,
@@ -121,6 +137,12 @@ def _actions(raw: object) -> list[NoticeAction]:
         for item in raw
         if isinstance(item, Mapping)
     ]
+
+
+def _texts(value: object) -> list[str] | None:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return None
+    return [str(v) for v in value]
 
 
 def _text(value: object) -> str | None:

@@ -153,6 +153,9 @@ def wait_deadline(turn: Turn) -> float | None:
     if turn.cancel_requested:
         return CANCEL_DUE
     deadlines = [s.expires_at for s in turn.suspensions if s.expires_at is not None]
+    # A reminder or an escalation due before the deadline moves the turn earlier in the index: the sweeper that
+    # finds it acts on the people (engine.reminders) and the write re-keys it on what is due next.
+    deadlines += [due for s in turn.suspensions if s.people is not None and (due := s.people.next_due()) is not None]
     return min(deadlines) if deadlines else None
 
 

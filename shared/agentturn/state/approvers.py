@@ -44,9 +44,24 @@ class Approvers(WireModel):
     quorum: int = 1
     exclude_requester: bool = False
     rejections: int = 1
+    #: seconds after the card was asked for when its approvers are reminded once (a ``Turn reminder`` notice)
+    remind_after: float | None = None
+    #: seconds after the card was asked for when it moves to the group ``escalate_to`` (a ``Turn escalated``
+    #: notice): from then on only that group may answer it, and it leaves the earlier approvers' inboxes
+    escalate_after: float | None = None
+    escalate_to: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Approvers:
+        for name, after in (("remind_after", self.remind_after), ("escalate_after", self.escalate_after)):
+            if after is not None and not after > 0:
+                raise ValueError(f"Approvers.{name} must be > 0 seconds, not {after!r}")
+        if (self.escalate_after is None) != (self.escalate_to is None):
+            raise ValueError("Approvers.escalate_after and Approvers.escalate_to go together")
+        if self.escalate_to is not None and (
+            not self.escalate_to.strip() or self.escalate_to != self.escalate_to.strip()
+        ):
+            raise ValueError(f"Approvers: {self.escalate_to!r} is not a usable group name")
         if not self.users and not self.groups:
             raise ValueError("Approvers needs at least one user or group")
         for name in (*self.users, *self.groups):
@@ -57,6 +72,17 @@ class Approvers(WireModel):
         if not self.groups and self.quorum > len(set(self.users)):
             raise ValueError(f"Approvers.quorum {self.quorum} is more than the {len(set(self.users))} users named")
         return self
+
+    def escalated(self) -> Approvers:
+        """Who answers after the escalation: the group ``escalate_to`` alone, with the same quorum and rules
+        (nothing further to remind of or escalate to)."""
+        assert self.escalate_to is not None
+        return Approvers(
+            groups=(self.escalate_to,),
+            quorum=self.quorum,
+            exclude_requester=self.exclude_requester,
+            rejections=self.rejections,
+        )
 
     def inbox_keys(self) -> list[str]:
         """The inbox keys of everyone this names: each user, each group."""
@@ -155,6 +181,14 @@ class Assignment(WireModel):
     decisions: list[Decision] = Field(default_factory=list)
     #: what the owner reads while it waits: ``waiting for finance (1 of 2)`` (kept with the decisions)
     waiting_for: str = ""
+    #: epoch seconds when the approvers are reminded / the card escalates (``None``: never, or done already);
+    #: the overdue index keys on the earliest of these and the wait's deadline (``ports.store.wait_deadline``)
+    remind_at: float | None = None
+    escalate_at: float | None = None
+    #: when the reminder went out and when the card escalated, and from whom (ISO-8601 UTC; for the record)
+    reminded_at: str | None = None
+    escalated_at: str | None = None
+    escalated_from: Approvers | None = None
 
     @model_validator(mode="after")
     def _wording(self) -> Assignment:
@@ -166,6 +200,11 @@ class Assignment(WireModel):
         """A copy with ``decision`` added (the caller checked it is that person's first)."""
         decisions = [*self.decisions, decision]
         return self.model_copy(update={"decisions": decisions, "waiting_for": waiting_for(self.approvers, decisions)})
+
+    def next_due(self) -> float | None:
+        """When the sweeper must next act on this wait's people (a reminder or an escalation), if ever."""
+        due = [t for t in (self.remind_at, self.escalate_at) if t is not None]
+        return min(due) if due else None
 
     def decided_by(self, subject: str) -> Decision | None:
         return next((d for d in self.decisions if d.subject == subject), None)
