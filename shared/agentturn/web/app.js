@@ -352,7 +352,10 @@ async function loadDevInfo() {
     ...users.map((user) => {
       const option = document.createElement("option");
       option.value = user === info.body.defaultUser ? "" : user;
-      option.textContent = user === info.body.defaultUser ? `${user} (default)` : user;
+      // A dev user's groups (finance, oncall) show beside the name: who may answer which card.
+      const groups = (info.body.groups || {})[user] || [];
+      const label = groups.length ? `${user} — ${groups.join(", ")}` : user;
+      option.textContent = user === info.body.defaultUser ? `${label} (default)` : label;
       return option;
     }),
   );
