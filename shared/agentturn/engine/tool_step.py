@@ -52,6 +52,9 @@ _log = logging.getLogger("agentturn.engine.runner")
 
 #: A gate: ``True`` when it settled the call (nothing further may happen to it in this step).
 Gate = Callable[[Run, Agent, ToolCall], bool]
+#: Told what a tool did (the turn, the call's id, whether it failed, its result or error line): the audit
+#: record's outcome of an approved call (agentturn.ports.audit.outcome_record).
+OutcomeHook = Callable[[Turn, str, bool, Any], None]
 
 
 class ToolStep:
@@ -63,7 +66,9 @@ class ToolStep:
         writer: TurnWriter,
         events: EventSequencer,
         leases: LeaseKeeper,
+        on_outcome: OutcomeHook | None = None,
     ) -> None:
+        self._on_outcome = on_outcome
         self._store = store
         self._clock = clock
         self._agents = agents
@@ -252,6 +257,7 @@ class ToolStep:
             turn = run.turn
             message = f"{type(exc).__name__}: {exc}"
             self._events.emit(turn, EventType.TOOL_FAILED, toolCallId=call.id, toolName=call.name, error=message)
+            self._outcome(turn, call, failed=True, result=message)
             if agent_of(run, self._agents).policy.on_tool_error == "fail_turn":
                 self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=False)
                 self._writer.finish(run, TurnStatus.FAILED, "tool_error", message)
@@ -260,7 +266,15 @@ class ToolStep:
             return
         durable.raise_if_failed()
         self._events.emit(run.turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
-        self._complete(run, call, _jsonable(result), rerunnable=tool.idempotent)
+        content = _jsonable(result)
+        self._outcome(run.turn, call, failed=False, result=content)
+        self._complete(run, call, content, rerunnable=tool.idempotent)
+
+    def _outcome(self, turn: Turn, call: ToolCall, *, failed: bool, result: Any) -> None:
+        # Before the result is saved: should that save fail, the rerun's outcome finds this one kept, and the
+        # record says what the tool did first (it did run).
+        if self._on_outcome is not None and turn.tool_state(call.id).approved:
+            self._on_outcome(turn, call.id, failed, result)
 
     def _cancel_requested(self, turn_id: str) -> bool:
         try:
