@@ -257,23 +257,25 @@ class ToolStep:
             turn = run.turn
             message = f"{type(exc).__name__}: {exc}"
             self._events.emit(turn, EventType.TOOL_FAILED, toolCallId=call.id, toolName=call.name, error=message)
-            self._outcome(turn, call, failed=True, result=message)
+            approved = turn.tool_state(call.id).approved
             if agent_of(run, self._agents).policy.on_tool_error == "fail_turn":
                 self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=False)
                 self._writer.finish(run, TurnStatus.FAILED, "tool_error", message)
-                return
-            self._complete(run, call, tool_results.tool_failed(message))
+            else:
+                self._complete(run, call, tool_results.tool_failed(message))
+            self._outcome(run.turn, call, approved, failed=True, result=message)
             return
         durable.raise_if_failed()
         self._events.emit(run.turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
         content = _jsonable(result)
-        self._outcome(run.turn, call, failed=False, result=content)
+        approved = run.turn.tool_state(call.id).approved
         self._complete(run, call, content, rerunnable=tool.idempotent)
+        self._outcome(run.turn, call, approved, failed=False, result=content)
 
-    def _outcome(self, turn: Turn, call: ToolCall, *, failed: bool, result: Any) -> None:
-        # Before the result is saved: should that save fail, the rerun's outcome finds this one kept, and the
-        # record says what the tool did first (it did run).
-        if self._on_outcome is not None and turn.tool_state(call.id).approved:
+    def _outcome(self, turn: Turn, call: ToolCall, approved: bool, *, failed: bool, result: Any) -> None:
+        # After the result is saved, never between the tool and that save: a failed put must not make a tool
+        # that acts run again. (Conditional: a rerun of an idempotent tool finds the first outcome kept.)
+        if self._on_outcome is not None and approved:
             self._on_outcome(turn, call.id, failed, result)
 
     def _cancel_requested(self, turn_id: str) -> bool:
