@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from agentturn import Agent, AiMessage, FormDefinition, ScriptedChatModel, Tool, ToolCall, ToolMessage, UserInputTool
+from agentturn import (
+    Agent,
+    AiMessage,
+    Approvers,
+    FormDefinition,
+    ScriptedChatModel,
+    Tool,
+    ToolCall,
+    ToolMessage,
+    UserInputTool,
+)
 from agentturn.agents.agent import ToolApprovalDecision
 from agentturn.demo import demo_agents
 from agentturn.demo.agents import DEMO_LABEL
@@ -55,6 +65,8 @@ def _hostile_model(request: ChatRequest) -> AiMessage:
 
 
 DECISIONS_AGENT_ID: Final = "decisions-agent"
+#: A refund that waits for two people of finance who are not the requester (the dev users fin-ana and fin-ben).
+FINANCE_AGENT_ID: Final = "finance-refund-agent"
 
 #: A form written for people: option labels from `oneOf` + `const` + `title` and from `x-enumNames`.
 LABELLED_SCHEMA: Final[dict[str, Any]] = {
@@ -117,6 +129,15 @@ def _decisions_model(request: ChatRequest) -> AiMessage:
     )
 
 
+def _finance_model(request: ChatRequest) -> AiMessage:
+    answers = [m for m in request.messages if isinstance(m, ToolMessage)]
+    if answers:
+        return AiMessage(content=DEMO_LABEL + "Refunded: " + str(answers[-1].content))
+    return AiMessage(
+        tool_calls=[ToolCall(id="call-r", name="issue_refund", arguments={"orderId": "O-7", "amount": 4200})]
+    )
+
+
 def _refund(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"refunded": arguments["orderId"], "amount": arguments["amount"]}
 
@@ -150,4 +171,13 @@ def e2e_agents() -> list[Agent]:
             f"Refund {call.arguments.get('amount')} for order {call.arguments.get('orderId')}?"
         ),
     )
-    return [*demo_agents(), hostile, slow, labelled, decisions]
+    finance = Agent(
+        id=FINANCE_AGENT_ID,
+        instructions="Refund one order; two of finance approve it.",
+        chat_model=ScriptedChatModel(_finance_model),
+        tools=[Tool("issue_refund", "Refund an order", _refund, parameters=REFUND_PARAMETERS)],
+        approval_policy=lambda turn, call, tool: ToolApprovalDecision.require_approval(
+            "Refund over 1,000", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
+        ),
+    )
+    return [*demo_agents(), hostile, slow, labelled, decisions, finance]

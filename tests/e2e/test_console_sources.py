@@ -26,6 +26,7 @@ MARKUP_APIS = re.compile(
         "cards.js",
         "conversations.js",
         "dom.js",
+        "inbox.js",
         "drafts.js",
         "live.js",
         "live_view.js",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agentturn.ports.audit import fingerprint
 from tests.functional.harness import Deployment, HttpResponse, http_event
 
 pytestmark = pytest.mark.integration
@@ -136,6 +137,10 @@ def test_two_approvers_of_finance_answer_from_their_inbox_and_the_outsider_learn
         (BEN, ["finance"], "APPROVED", None),
     ]
     assert audit[0]["shown"]["argumentsFingerprint"] and audit[0]["arguments"] == {"amount": 4200}
+    # AND beside the decisions, what the approved refund did (its own record: the decisions are as made)
+    outcomes = _get(people, REQUESTER, f"/turns/{turn_id}/audit").json["outcomes"]
+    assert [(o["actionId"], o["toolName"], o["outcome"]) for o in outcomes] == [("call-r", "issue_refund", "SUCCEEDED")]
+    assert outcomes[0]["resultFingerprint"] == fingerprint({"refunded": 4200})
     assert _get(people, BEN, f"/turns/{turn_id}/audit").status == 200
     assert _get(people, EVE, f"/turns/{turn_id}/audit").status == 404
 

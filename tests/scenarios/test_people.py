@@ -24,6 +24,7 @@ from agentturn import (
     TurnStatus,
 )
 from agentturn.errors import RefusalReason
+from agentturn.ports.audit import OutcomeLog, ToolOutcome, fingerprint
 from tests.scenarios.conftest import Backend
 from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
 
@@ -34,13 +35,15 @@ OUTSIDER = Principal("eve", frozenset({"sales"}))
 REFUND = ai_calls(("call-r", "issue_refund", {"orderId": "O-1001", "amount": 4200}))
 
 
-def refund_agent(refunds: list[dict[str, Any]]) -> Agent:
+def refund_agent(refunds: list[dict[str, Any]], *, fails_with: str | None = None) -> Agent:
     def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
         return ToolApprovalDecision.require_approval(
             "refund over 1,000", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
         )
 
     def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
+        if fails_with is not None:
+            raise RuntimeError(fails_with)
         refunds.append(arguments)
         return {"refunded": arguments["amount"]}
 
@@ -102,6 +105,35 @@ def test_two_of_finance_approve_the_requester_and_an_outsider_cannot(backend: Ba
     card = _card(backend, done)
     assert card.status is ApprovalStatus.APPROVED and card.decided_by == "ben"
     assert card.people is not None and [d.subject for d in card.people.decisions] == ["ann", "ben"]
+
+    # AND the audit keeps both decisions as made, and beside them, once, what the approved refund did
+    assert [(r.subject, r.outcome) for r in runner.audit(done.id)] == [("ann", "PENDING"), ("ben", "APPROVED")]
+    (outcome,) = runner.outcomes(done.id)
+    assert (outcome.action_id, outcome.tool_name, outcome.outcome) == ("call-r", "issue_refund", ToolOutcome.SUCCEEDED)
+    assert outcome.result_fingerprint == fingerprint({"refunded": 4200}) and outcome.summary == ""
+    # AND the outcome is never rewritten: a second put of it (a rerun after a crash) keeps the first
+    memory = runner.chat_memory
+    assert isinstance(memory, OutcomeLog)
+    rewrite = outcome.model_copy(update={"outcome": ToolOutcome.FAILED, "summary": "forged"})
+    assert memory.record_outcome(done.conversation_id, done.created_at, rewrite) is False
+    assert runner.outcomes(done.id) == [outcome]
+    assert [(r.subject, r.outcome) for r in runner.audit(done.id)] == [("ann", "PENDING"), ("ben", "APPROVED")]
+
+
+def test_the_audit_records_a_failed_refund_by_its_error_line(backend: Backend) -> None:
+    # GIVEN a refund that two of finance approve, whose tool fails
+    agent = refund_agent([], fails_with="payment gateway declined")
+    runner = backend.runner([agent])
+    waiting = runner.run(agent, "requester/c", "refund O-1001", metadata={"ownerId": "requester"})
+    runner.submit_resume(waiting.id, ResumeCommand.approve_tool("call-r").by(ANN))
+    # WHEN the second approves and the tool runs
+    runner.submit_resume(waiting.id, ResumeCommand.approve_tool("call-r").by(BEN))
+    done = runner.run_turn(waiting.id)
+    # THEN the audit's outcome says it failed, and why
+    (outcome,) = runner.outcomes(done.id)
+    assert outcome.outcome is ToolOutcome.FAILED
+    assert outcome.summary == "RuntimeError: payment gateway declined"
+    assert outcome.result_fingerprint == fingerprint("RuntimeError: payment gateway declined")
 
 
 def test_one_rejection_of_finance_rejects(backend: Backend) -> None:

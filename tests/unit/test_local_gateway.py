@@ -256,3 +256,55 @@ def test_a_body_too_large_for_the_gateway_names_the_limit_a_caller_actually_meet
     assert problem["type"] == "https://agentturn.dev/problems/payload-too-large"
     assert problem["detail"] == f"the body is {size} bytes; at most {300 * 1024} are accepted"
     assert run.events == []
+
+
+def request_as(port: int, target: str, user: str) -> tuple[int, dict[str, str], bytes]:
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        head = (
+            f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Agentturn-Dev-User: {user}\r\n"
+            "Connection: close\r\n\r\n"
+        )
+        sock.sendall(head.encode("latin-1"))
+        return parse(read_all(sock))
+
+
+def test_a_dev_user_with_groups_reaches_the_handlers_as_the_token_s_group_claim(tmp_path: Path) -> None:
+    from agentturn.api.identity import jwt_groups
+    from agentturn.local.server import DEV_GROUPS
+
+    # GIVEN a gateway whose dev users have the dev server's groups (two in finance, one on call)
+    run, submit = Recorder(), Recorder()
+    config = GatewayConfig(
+        port=0,
+        default_user="dev-user",
+        users=("alice", *DEV_GROUPS),
+        groups=DEV_GROUPS,
+        log_requests=False,
+        web_dir=tmp_path,
+    )
+    server = LocalGateway(config, run=run, submit=submit)
+    server.start()
+    try:
+        # WHEN a finance user and a user in no group each call the API
+        assert request_as(server.port, "/inbox", "fin-ana")[0] == 200
+        assert request_as(server.port, "/inbox", "alice")[0] == 200
+        status, _, body = raw_request(server.port, "/_dev/info")
+    finally:
+        assert server.stop(TIMEOUT)
+
+    # THEN the finance user's verified claims carry the group in the one string API Gateway makes of an array,
+    # and the entry points read it as the group
+    finance, nobody = run.events
+    claims = finance["requestContext"]["authorizer"]["jwt"]["claims"]
+    assert claims["sub"] == "fin-ana"
+    assert claims["cognito:groups"] == "[finance]"
+    assert jwt_groups(finance, "cognito:groups") == frozenset({"finance"})
+    # AND a user in no group has no group claim at all (as Cognito leaves it out)
+    assert "cognito:groups" not in nobody["requestContext"]["authorizer"]["jwt"]["claims"]
+    assert jwt_groups(nobody, "cognito:groups") == frozenset()
+    # AND the console's user switch learns each user's groups
+    assert status == 200
+    info = json.loads(body)
+    assert info["groups"]["fin-ben"] == ["finance"]
+    assert info["groups"]["ops-olu"] == ["oncall"]
+    assert info["groups"]["alice"] == []

@@ -273,6 +273,8 @@ class AuditView(ApiModel):
 
     turn_id: str
     records: list[dict[str, Any]]
+    #: what the tools of approved cards did, one record each (beside the decisions, never written into them)
+    outcomes: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ProblemLocation(StrEnum):

@@ -238,7 +238,7 @@ class Operations:
     def audit(self, caller: str, groups: frozenset[str], turn_id: str) -> AuditView:
         """The turn's audit records, for its owner and for the people who decided on its cards; anyone else gets
         the 404 of a missing turn."""
-        from agentturn.ports.audit import AuditLog, AuditRecord, card_records
+        from agentturn.ports.audit import AuditLog, AuditRecord, OutcomeLog, OutcomeRecord, card_records
 
         self.telemetry.bind(turnId=turn_id)
         turn = self.services.store.load(turn_id)
@@ -249,7 +249,12 @@ class Operations:
         if not owns(turn, caller) and not any(r.subject == caller for r in records):
             raise TurnNotFoundError(turn_id)
         every = sorted([*records, *card_records(turn)], key=lambda r: r.at)
-        return AuditView(turn_id=turn.id, records=[r.to_wire() for r in every])
+        outcomes: list[OutcomeRecord] = (
+            memory.outcomes(turn.conversation_id, turn.created_at, turn.id) if isinstance(memory, OutcomeLog) else []
+        )
+        return AuditView(
+            turn_id=turn.id, records=[r.to_wire() for r in every], outcomes=[o.to_wire() for o in outcomes]
+        )
 
     def list_messages(self, caller: str, conversation_id: str, limit: int) -> MessagesView:
         self.telemetry.bind(conversationId=conversation_id)

@@ -70,7 +70,7 @@ from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec, attribute_size, decode_inline
 from agentturn.aws.translate import storage_error, translates_errors
 from agentturn.errors import StorageUnavailableError
-from agentturn.ports.audit import AuditRecord, record_key
+from agentturn.ports.audit import AuditRecord, OutcomeRecord, record_key
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.serializer import JSON, Serializer
 from agentturn.state.messages import (
@@ -135,6 +135,10 @@ _INBOX_PREFIX: Final = tables.INBOX_ENTRY_PREFIX
 _ASSIGNEE: Final = tables.ASSIGNEE
 _INBOX_DUE: Final = tables.INBOX_DUE
 _AUDIT: TypeAdapter[AuditRecord] = TypeAdapter(AuditRecord)
+_OUTCOME: TypeAdapter[OutcomeRecord] = TypeAdapter(OutcomeRecord)
+#: After a turn's audit prefix, what starts an outcome record's key instead of a decision's ``action\x1fsubject``
+#: (no action id starts with a control character): one Query reads either kind, and retention's prefix both.
+_OUTCOME_MARK = "\x1eoutcome\x1f"
 
 _NAMES: Final = {
     "#cid": _CID,
@@ -360,8 +364,48 @@ class DynamoDBChatMemory:
             raise storage_error(exc, "DynamoDBChatMemory.record_decision") from exc
         return True
 
+    def record_outcome(self, conversation_id: str, created_at: str, record: OutcomeRecord) -> bool:
+        """One conditional PutItem keyed by the card: the first outcome stays (a rerun after a crash finds it)."""
+        key = self._audit_prefix(created_at, record.turn_id) + _OUTCOME_MARK + record.action_id
+        item: Item = {
+            _CID: {"S": conversation_id},
+            _SK: {"S": key},
+            _MESSAGE_ID: {"S": f"{record.turn_id}:audit-outcome:{record.action_id}"},
+            _BODY: {"S": self.serializer.dumps(record)},
+        }
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#sk)",
+                ExpressionAttributeNames={"#sk": _SK},
+            )
+        except ClientError as exc:
+            if error_code(exc) == CONDITION_FAILED:
+                return False
+            raise storage_error(exc, "DynamoDBChatMemory.record_outcome") from exc
+        except BotoCoreError as exc:
+            raise storage_error(exc, "DynamoDBChatMemory.record_outcome") from exc
+        return True
+
+    def outcomes(self, conversation_id: str, created_at: str, turn_id: str) -> list[OutcomeRecord]:
+        records = [
+            self.serializer.loads(decode_inline(item[_BODY]), _OUTCOME)
+            for item in self._audit_items(conversation_id, created_at, turn_id, _OUTCOME_MARK)
+        ]
+        return sorted(records, key=lambda r: r.at)
+
     def decisions(self, conversation_id: str, created_at: str, turn_id: str) -> list[AuditRecord]:
-        records: list[AuditRecord] = []
+        outcomes = self._audit_prefix(created_at, turn_id) + _OUTCOME_MARK
+        records = [
+            self.serializer.loads(decode_inline(item[_BODY]), _AUDIT)
+            for item in self._audit_items(conversation_id, created_at, turn_id, "")
+            if not (as_str(item.get(_SK)) or "").startswith(outcomes)
+        ]
+        return sorted(records, key=lambda r: r.at)
+
+    def _audit_items(self, conversation_id: str, created_at: str, turn_id: str, after_prefix: str) -> list[Item]:
+        items: list[Item] = []
         kwargs: dict[str, Any] = {}
         while True:
             try:
@@ -371,20 +415,17 @@ class DynamoDBChatMemory:
                     ExpressionAttributeNames={"#cid": _CID, "#sk": _SK},
                     ExpressionAttributeValues={
                         ":cid": {"S": conversation_id},
-                        ":prefix": {"S": self._audit_prefix(created_at, turn_id)},
+                        ":prefix": {"S": self._audit_prefix(created_at, turn_id) + after_prefix},
                     },
                     ConsistentRead=True,
                     **kwargs,
                 )
             except (ClientError, BotoCoreError) as exc:
                 raise storage_error(exc, "DynamoDBChatMemory.decisions") from exc
-            records += [
-                self.serializer.loads(decode_inline(cast("Item", item)[_BODY]), _AUDIT)
-                for item in response.get("Items", [])
-            ]
+            items += [cast("Item", item) for item in response.get("Items", [])]
             start = response.get("LastEvaluatedKey")
             if start is None:
-                return sorted(records, key=lambda r: r.at)
+                return items
             kwargs["ExclusiveStartKey"] = start
 
 

@@ -36,7 +36,15 @@ from agentturn.engine.turn_run import Run, YieldProbe
 from agentturn.engine.turn_writer import TurnWriter
 from agentturn.engine.unreadable import UnreadableAttempt, record_unreadable
 from agentturn.errors import SnapshotUnreadableError, TurnNotFoundError
-from agentturn.ports.audit import AuditLog, AuditRecord, audit_record
+from agentturn.ports.audit import (
+    AuditLog,
+    AuditRecord,
+    OutcomeLog,
+    OutcomeRecord,
+    ToolOutcome,
+    audit_record,
+    outcome_record,
+)
 from agentturn.ports.memory import ChatMemory, ChatMemoryProvider
 from agentturn.ports.store import InMemoryTurnStore, Lease, TurnStore, new_lease_id
 from agentturn.state.commands import ResumeCommand
@@ -96,7 +104,9 @@ class Runner:
         self._writer = TurnWriter(self.store, clock, self._events, self._memory, self._agents, self.retry)
         self._leases = LeaseKeeper(self.store, clock, lease_seconds, wait, self._claim)
         self._conversations = ConversationLock(self.store)
-        tool_step = ToolStep(self.store, clock, self._agents, self._writer, self._events, self._leases)
+        tool_step = ToolStep(
+            self.store, clock, self._agents, self._writer, self._events, self._leases, on_outcome=self._tool_outcome
+        )
         model_step = ModelStep(self._agents, self._writer, self._events, self._leases, self.retry, self._memory)
         self._driver = TurnDriver(
             self.store,
@@ -304,6 +314,23 @@ class Runner:
         record = audit_record(turn, command)
         if record is not None:
             log.record_decision(turn.conversation_id, turn.created_at, record)
+
+    def _tool_outcome(self, turn: Turn, call_id: str, failed: bool, result: Any) -> None:
+        log = self.chat_memory
+        if not isinstance(log, OutcomeLog):
+            return
+        outcome = ToolOutcome.FAILED if failed else ToolOutcome.SUCCEEDED
+        record = outcome_record(turn, call_id, outcome, result, iso(self.clock()))
+        if record is not None:
+            log.record_outcome(turn.conversation_id, turn.created_at, record)
+
+    def outcomes(self, turn_id: str) -> list[OutcomeRecord]:
+        """What the tools of ``turn_id``'s approved cards did (empty when the chat memory keeps no audit)."""
+        turn = self.store.load(turn_id)
+        log = self.chat_memory
+        if not isinstance(log, OutcomeLog):
+            return []
+        return log.outcomes(turn.conversation_id, turn.created_at, turn.id)
 
     def audit(self, turn_id: str) -> list[AuditRecord]:
         """The audit records of ``turn_id``'s decisions, in the order they were made (empty when the chat memory

@@ -52,6 +52,9 @@ _log = logging.getLogger("agentturn.engine.runner")
 
 #: A gate: ``True`` when it settled the call (nothing further may happen to it in this step).
 Gate = Callable[[Run, Agent, ToolCall], bool]
+#: Told what a tool did (the turn, the call's id, whether it failed, its result or error line): the audit
+#: record's outcome of an approved call (agentturn.ports.audit.outcome_record).
+OutcomeHook = Callable[[Turn, str, bool, Any], None]
 
 
 class ToolStep:
@@ -63,7 +66,9 @@ class ToolStep:
         writer: TurnWriter,
         events: EventSequencer,
         leases: LeaseKeeper,
+        on_outcome: OutcomeHook | None = None,
     ) -> None:
+        self._on_outcome = on_outcome
         self._store = store
         self._clock = clock
         self._agents = agents
@@ -252,15 +257,26 @@ class ToolStep:
             turn = run.turn
             message = f"{type(exc).__name__}: {exc}"
             self._events.emit(turn, EventType.TOOL_FAILED, toolCallId=call.id, toolName=call.name, error=message)
+            approved = turn.tool_state(call.id).approved
             if agent_of(run, self._agents).policy.on_tool_error == "fail_turn":
                 self._events.emit(turn, EventType.STEP_COMPLETED, kind="TOOL", ok=False)
                 self._writer.finish(run, TurnStatus.FAILED, "tool_error", message)
-                return
-            self._complete(run, call, tool_results.tool_failed(message))
+            else:
+                self._complete(run, call, tool_results.tool_failed(message))
+            self._outcome(run.turn, call, approved, failed=True, result=message)
             return
         durable.raise_if_failed()
         self._events.emit(run.turn, EventType.TOOL_COMPLETED, toolCallId=call.id, toolName=call.name)
-        self._complete(run, call, _jsonable(result), rerunnable=tool.idempotent)
+        content = _jsonable(result)
+        approved = run.turn.tool_state(call.id).approved
+        self._complete(run, call, content, rerunnable=tool.idempotent)
+        self._outcome(run.turn, call, approved, failed=False, result=content)
+
+    def _outcome(self, turn: Turn, call: ToolCall, approved: bool, *, failed: bool, result: Any) -> None:
+        # After the result is saved, never between the tool and that save: a failed put must not make a tool
+        # that acts run again. (Conditional: a rerun of an idempotent tool finds the first outcome kept.)
+        if self._on_outcome is not None and approved:
+            self._on_outcome(turn, call.id, failed, result)
 
     def _cancel_requested(self, turn_id: str) -> bool:
         try:

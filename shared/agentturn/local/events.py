@@ -60,13 +60,15 @@ class HttpRequest:
     source_ip: str = "127.0.0.1"
 
 
-def dev_claims(subject: str, issuer: str, now: float) -> dict[str, str]:
+def dev_claims(subject: str, issuer: str, now: float, *, groups: Sequence[str] = ()) -> dict[str, str]:
     """The claims API Gateway's JWT authorizer would pass on for a verified token of ``subject``.
 
-    API Gateway hands claims over as strings, numbers included.
+    API Gateway hands claims over as strings, numbers included, and an array claim such as Cognito's
+    ``cognito:groups`` as one string ``"[finance oncall]"`` (present only when the user has groups, as Cognito
+    leaves the claim out for a user in none).
     """
     issued = int(now)
-    return {
+    claims = {
         "sub": subject,
         "iss": issuer,
         "username": subject,
@@ -77,6 +79,9 @@ def dev_claims(subject: str, issuer: str, now: float) -> dict[str, str]:
         "exp": str(issued + 3600),
         "jti": str(uuid.uuid4()),
     }
+    if groups:
+        claims["cognito:groups"] = "[" + " ".join(groups) + "]"
+    return claims
 
 
 def http_api_event(

@@ -3,7 +3,8 @@ into an HTTP API (payload 2.0) event for the same run/submit handlers Lambda run
 
 It plays API Gateway's JWT authorizer too: the caller is the dev user, chosen per request by the
 ``X-Agentturn-Dev-User`` header (the console's user switch) or ``--user``, and handed to the handlers
-only as verified claims (``requestContext.authorizer.jwt.claims.sub``). The header itself is removed
+only as verified claims (``requestContext.authorizer.jwt.claims.sub``, and ``cognito:groups`` for a dev user
+with groups, in the one-string form API Gateway gives an array claim). The header itself is removed
 from the event: the deployed handlers never see it, and nothing deployed would honour it.
 """
 
@@ -14,7 +15,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -74,6 +75,8 @@ class GatewayConfig:
     port: int
     default_user: str
     users: Sequence[str] = ()
+    #: Each dev user's groups, handed over as the verified token's ``cognito:groups`` claim (none when unnamed).
+    groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
     #: The agent ids the console's picker offers.
     agent_ids: Callable[[], list[str]] = field(default=lambda: [])
     #: ``AGENTTURN_MODEL`` as the handlers read it, else "demo" (the demo agents: the console shows the demo model's
@@ -170,6 +173,7 @@ class LocalGateway:
         info: dict[str, Any] = {
             "defaultUser": self.config.default_user,
             "users": users,
+            "groups": {user: list(self.config.groups.get(user, ())) for user in users},
             "agents": self.config.agent_ids(),
             "model": self.config.model,
         }
@@ -222,7 +226,7 @@ class LocalGateway:
             request,
             route_key=route.route_key if route is not None else "$default",
             path_parameters=parameters,
-            claims=dev_claims(user, f"{self.url}_dev", time.time()),
+            claims=dev_claims(user, f"{self.url}_dev", time.time(), groups=self.config.groups.get(user, ())),
             host=f"{LOOPBACK}:{self.port}",
         )
         return route, event

@@ -11,9 +11,10 @@ import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
+from types import FrameType, MappingProxyType
 from typing import Any, Final, TextIO
 
 from agentturn._sources import import_root
@@ -28,8 +29,14 @@ _log = logging.getLogger(LOGGER_NAME)
 
 DEFAULT_PORT: Final = 8787
 DEFAULT_USER: Final = "dev-user"
-#: Offered by the console's user switch besides the default one, to try the per-user isolation.
-OTHER_USERS: Final = ("alice", "bob")
+#: Offered by the console's user switch besides the default one, to try the per-user isolation, and approvals by
+#: other people: ``fin-ana`` and ``fin-ben`` are in group ``finance``, ``ops-olu`` in ``oncall``.
+OTHER_USERS: Final = ("alice", "bob", "fin-ana", "fin-ben", "ops-olu")
+#: The groups a dev user's token carries (``cognito:groups``), so that the inbox and cards with approvers can be
+#: tried locally; a user not named here has none.
+DEV_GROUPS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {"fin-ana": ("finance",), "fin-ben": ("finance",), "ops-olu": ("oncall",)}
+)
 #: What the handlers get unless the environment says otherwise: quiet Powertools (no X-Ray, no EMF
 #: metrics on stdout), and a sweeper that picks up an orphaned runnable turn within seconds, not minutes.
 HANDLER_DEFAULTS: Final = {
@@ -47,6 +54,7 @@ class DevConfig:
     port: int = DEFAULT_PORT
     user: str = DEFAULT_USER
     users: tuple[str, ...] = OTHER_USERS
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEV_GROUPS)
     persist: Path | None = None
     sweep_interval: float = 10.0
     snapshot_interval: float = 30.0
@@ -153,6 +161,7 @@ class DevServer:
                 port=self.config.port,
                 default_user=self.config.user,
                 users=self.config.users,
+                groups=self.config.groups,
                 agent_ids=lambda: list(self.agents),
                 model=self.model,
                 log_requests=self.config.log_requests,

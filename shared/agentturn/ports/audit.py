@@ -6,6 +6,13 @@ the decision did to the card (``outcome``: APPROVED, or still PENDING "waiting f
 is recorded by its fingerprint, not its values: the values leave the snapshot once their tool has run
 (DESIGN invariant 8) and the record must not keep them longer.
 
+The tool's outcome is a record of its own (:class:`OutcomeRecord`): when the approved call's tool has run,
+one more conditional put under the same turn, keyed by the card (never by a person), adds whether it succeeded
+or failed and the sha256 fingerprint of what it returned (a failure also keeps its error line, which names no
+argument values the record does not already hold). The decisions themselves are never touched: a record
+rewritten to add its outcome could also have been rewritten in any other way, and a put that only creates
+cannot. A tool that runs again after a crash finds the first outcome there and leaves it.
+
 Records are written for cards with approvers (decisions by people other than the requester). A card its owner
 answers alone already is such a record: once settled it never changes (``agentturn.state.messages.is_settled``)
 and holds who, when and what; :func:`card_records` reads it as one, so that the owner's decisions cost no
@@ -22,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from typing import Any, Protocol, runtime_checkable
+from enum import StrEnum
+from typing import Any, Final, Protocol, runtime_checkable
 
 from pydantic import Field, JsonValue
 
@@ -57,6 +65,30 @@ class AuditRecord(WireModel):
     waiting_for: str | None = None
 
 
+class ToolOutcome(StrEnum):
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+
+#: How much of a failed tool's error line a record keeps.
+SUMMARY_CHARS: Final = 200
+
+
+class OutcomeRecord(WireModel):
+    """What the approved call's tool did, recorded once after it ran (beside the decisions, never in them)."""
+
+    turn_id: str
+    #: the approval card's action id (the tool call's id)
+    action_id: str
+    tool_name: str
+    at: str
+    outcome: ToolOutcome
+    #: sha256 of the canonical JSON of the tool's result (or of its error line)
+    result_fingerprint: str
+    #: a failure's error line, cut at ``SUMMARY_CHARS``; empty for a success (its result may hold personal data)
+    summary: str = ""
+
+
 @runtime_checkable
 class AuditLog(Protocol):
     """What a chat memory provider offers when it keeps audit records."""
@@ -68,6 +100,36 @@ class AuditLog(Protocol):
     def decisions(self, conversation_id: str, created_at: str, turn_id: str) -> list[AuditRecord]:
         """The turn's records, in the order they were made."""
         ...
+
+
+@runtime_checkable
+class OutcomeLog(Protocol):
+    """What a chat memory provider offers when it keeps the outcomes of approved tools too."""
+
+    def record_outcome(self, conversation_id: str, created_at: str, record: OutcomeRecord) -> bool:
+        """Put ``record`` unless the card's outcome is there; True when this call wrote it."""
+        ...
+
+    def outcomes(self, conversation_id: str, created_at: str, turn_id: str) -> list[OutcomeRecord]:
+        """The turn's tool outcomes, in the order they were recorded."""
+        ...
+
+
+def outcome_record(turn: Turn, call_id: str, outcome: ToolOutcome, result: Any, at: str) -> OutcomeRecord | None:
+    """The outcome of ``call_id``'s tool when people with approvers approved it (their decisions have records to
+    go with); None otherwise (no card, or one its owner answered alone: the timeline's tool result is its record)."""
+    card = next((c for c in turn.cards if c.action_id == call_id), None)
+    if not isinstance(card, ApprovalMessage) or card.people is None or card.status != "APPROVED":
+        return None
+    return OutcomeRecord(
+        turn_id=turn.id,
+        action_id=call_id,
+        tool_name=card.tool_name,
+        at=at,
+        outcome=outcome,
+        result_fingerprint=fingerprint(result),
+        summary=str(result)[:SUMMARY_CHARS] if outcome is ToolOutcome.FAILED else "",
+    )
 
 
 def fingerprint(value: Any) -> str:
@@ -179,6 +241,7 @@ class InMemoryAuditLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._records: dict[str, dict[str, AuditRecord]] = {}
+        self._outcomes: dict[str, dict[str, OutcomeRecord]] = {}
 
     def record_decision(self, conversation_id: str, created_at: str, record: AuditRecord) -> bool:
         with self._lock:
@@ -192,7 +255,20 @@ class InMemoryAuditLog:
         with self._lock:
             return [r.deep_copy() for r in self._records.get(turn_id, {}).values()]
 
+    def record_outcome(self, conversation_id: str, created_at: str, record: OutcomeRecord) -> bool:
+        with self._lock:
+            turn = self._outcomes.setdefault(record.turn_id, {})
+            if record.action_id in turn:
+                return False
+            turn[record.action_id] = record.deep_copy()
+            return True
+
+    def outcomes(self, conversation_id: str, created_at: str, turn_id: str) -> list[OutcomeRecord]:
+        with self._lock:
+            return [r.deep_copy() for r in self._outcomes.get(turn_id, {}).values()]
+
     def forget(self, turn_id: str) -> None:
         """Retention's part: the records leave with their turn."""
         with self._lock:
             self._records.pop(turn_id, None)
+            self._outcomes.pop(turn_id, None)

@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import TypeAdapter
 
-from agentturn.ports.audit import AuditRecord, InMemoryAuditLog
+from agentturn.ports.audit import AuditRecord, InMemoryAuditLog, OutcomeRecord
 from agentturn.ports.serializer import JSON, Serializer
 from agentturn.state.messages import (
     ApprovalMessage,
@@ -230,6 +230,12 @@ class InMemoryChatMemory:
 
     def decisions(self, conversation_id: str, created_at: str, turn_id: str) -> list[AuditRecord]:
         return self._audit.decisions(conversation_id, created_at, turn_id)
+
+    def record_outcome(self, conversation_id: str, created_at: str, record: OutcomeRecord) -> bool:
+        return self._audit.record_outcome(conversation_id, created_at, record)
+
+    def outcomes(self, conversation_id: str, created_at: str, turn_id: str) -> list[OutcomeRecord]:
+        return self._audit.outcomes(conversation_id, created_at, turn_id)
 
     # The inbox (agentturn.timeline.inbox.Inbox): the reference reads every conversation; the DynamoDB adapter
     # reads one index partition.

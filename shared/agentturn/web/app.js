@@ -5,6 +5,7 @@
 
 import { Api, Attempt, problemText, sendWithRetry } from "./api.js";
 import { ConversationList, conversationHref } from "./conversations.js";
+import { Inbox } from "./inbox.js";
 import { Poller } from "./poller.js";
 import { ScrollKeeper } from "./scroll.js";
 import { Timeline } from "./timeline.js";
@@ -70,6 +71,12 @@ const conversations = new ConversationList({
     $("conversation-title").textContent = title || "New conversation";
     document.title = title ? `${title} · agentturn` : "agentturn console";
   },
+});
+const inbox = new Inbox({
+  api,
+  list: $("inbox-list"),
+  count: $("inbox-count"),
+  status: $("inbox-status"),
 });
 const poller = new Poller(refresh, {
   onGiveUp: () => notice("Still waiting for the agent; the page stopped checking. Reload to check again.", false),
@@ -178,7 +185,10 @@ async function refresh() {
   const settled = `${turn.turnId}@${turn.version}`;
   if (state.settled === settled) {
     showTurn(turn);
-    if (state.lastTurnId === turn.turnId) conversations.refresh();
+    if (state.lastTurnId === turn.turnId) {
+      conversations.refresh();
+      inbox.refresh();
+    }
     return false;
   }
   state.settled = settled;
@@ -352,7 +362,10 @@ async function loadDevInfo() {
     ...users.map((user) => {
       const option = document.createElement("option");
       option.value = user === info.body.defaultUser ? "" : user;
-      option.textContent = user === info.body.defaultUser ? `${user} (default)` : user;
+      // A dev user's groups (finance, oncall) show beside the name: who may answer which card.
+      const groups = (info.body.groups || {})[user] || [];
+      const label = groups.length ? `${user} — ${groups.join(", ")}` : user;
+      option.textContent = user === info.body.defaultUser ? `${label} (default)` : label;
       return option;
     }),
   );
@@ -500,6 +513,7 @@ function init() {
     state.user = $("user").value;
     localStorage.setItem("agentturn.devUser", state.user);
     conversations.refresh(); // another user sees another list
+    inbox.refresh(); // ... and another inbox
     openConversation(state.conversationId); // ... and another namespace
   });
   // Back, forward, an edited URL, a link from the list: the hash names the conversation to show.
@@ -513,6 +527,7 @@ function init() {
   else if (savedAgent) $("agent").value = savedAgent;
   navigate(conversationFromHash() || newConversationId(), { replace: true });
   conversations.refresh();
+  inbox.refresh();
   loadDevInfo().then(() => {
     if (params.get("agent")) $("agent").value = params.get("agent");
   });

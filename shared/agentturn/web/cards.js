@@ -287,6 +287,33 @@ function argumentsView(message, parametersSchema) {
   );
 }
 
+/** A card several people answer: for whom it still waits, and each person's decision so far. */
+function peopleView(message) {
+  const people = message.people;
+  if (!people) return null;
+  const decisions = people.decisions || [];
+  return el(
+    "div",
+    { class: "card-people", "data-testid": "card-people" },
+    message.status === "PENDING" && people.waitingFor ? el("p", { class: "card-state" }, people.waitingFor) : null,
+    decisions.length
+      ? el(
+          "ul",
+          { class: "card-decisions", "aria-label": "Decisions" },
+          decisions.map((d) =>
+            el(
+              "li",
+              {},
+              d.verdict === "reject" ? "Rejected by " : "Approved by ",
+              el("span", { class: "actor" }, d.subject),
+              d.at ? [" ", time(d.at)] : null,
+            ),
+          ),
+        )
+      : null,
+  );
+}
+
 export function approvalCard(initial, ctx) {
   const node = el("article", {
     class: "card approval-card",
@@ -469,6 +496,7 @@ export function approvalCard(initial, ctx) {
       cardHeader(APPROVAL_HEADINGS[message.status] || "Decision", message.status),
       el("p", { class: "card-question" }, question),
       (argumentsNode = argumentsView(message, knownSchema)),
+      peopleView(message),
       el(
         "details",
         { class: "technical" },
