@@ -103,6 +103,8 @@ class ToolContext:
     #: On the replay after every card of an input round (``InputRoundRequired``) was settled: the state the
     #: tool gave with the round and the answers by request key; None otherwise.
     input_round: InputRound | None = None
+    #: the runner's clock (epoch seconds) when the call started: what a tool compares its stored deadlines with
+    now: float = 0.0
     _progress: ProgressSink | None = field(default=None, repr=False)
     _cancel_probe: Callable[[], bool] | None = field(default=None, repr=False)
     #: saves the call before its key is first handed out, when it is not saved yet (see the property)

@@ -32,6 +32,13 @@ _log = logging.getLogger("agentturn.mcp")
 IDEMPOTENCY_META_KEY = "io.github.agentturn/idempotencyKey"
 #: what this client can answer on a ``tools/call``: form- and URL-mode elicitation, durably (per request)
 CALL_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+#: the Tasks extension's identifier: declared on ``tools/call``, since this client persists a task and polls it
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TASK_CALL_CAPABILITIES: dict[str, Any] = {**CALL_CAPABILITIES, "extensions": {TASKS_EXTENSION: {}}}
+#: seconds between polls of a task whose server suggests no ``pollIntervalMs`` (the extension's usual default)
+DEFAULT_POLL_SECONDS = 5.0
+#: no poll waits less (a server asking for 0 ms would have the turn spin through the queue)
+MIN_POLL_SECONDS = 1.0
 
 
 class MCPToolAdapter(Tool):
@@ -80,6 +87,10 @@ def call_tool(server: MCPServer, tool: MCPTool, arguments: dict[str, Any]) -> An
 def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: ToolContext) -> Any:
     round_ = context.input_round
     params: dict[str, Any] = {"name": tool.name, "arguments": arguments}
+    if round_ is not None and "taskId" in round_.state.get("mcp", {}):
+        from agentturn.mcp.tasks import follow_task  # only a call the server made a task
+
+        return follow_task(server, tool, context, round_, stored_round(server, tool, round_))
     if round_ is not None:
         stored = stored_round(server, tool, round_)
         params["arguments"] = stored["arguments"]
@@ -104,7 +115,7 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
                 server,
                 "tools/call",
                 params,
-                capabilities=CALL_CAPABILITIES,
+                capabilities=TASK_CALL_CAPABILITIES,
                 name=tool.name,
                 extra_headers=_param_headers(tool, params["arguments"]),
                 timeout=end - time.monotonic(),
@@ -127,8 +138,12 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
         if asked >= server.max_rounds:
             raise ToolError(f"MCP server {server.name!r} asked for input {asked} times; the call was given up")
         params = {**{k: v for k, v in params.items() if k != "inputResponses"}, "requestState": state}
+    if result_type == "task":
+        from agentturn.mcp.tasks import task_created
+
+        raise task_created(server, tool, params["arguments"], context, result)
     if result_type == "input_required":
-        raise _next_round(server, tool, params["arguments"], context, round_, result, asked)
+        raise next_round(server, tool, params["arguments"], context, round_, result, asked)
     if result_type != "complete":
         raise ToolError(f"MCP server {server.name!r} answered an unknown resultType {result_type!r}")
     return complete(server, tool, result)
@@ -155,7 +170,7 @@ def stored_round(server: MCPServer, tool: MCPTool, round_: InputRound) -> dict[s
     return stored
 
 
-def _next_round(
+def next_round(
     server: MCPServer,
     tool: MCPTool,
     arguments: dict[str, Any],
