@@ -198,3 +198,36 @@ def test_a_task_answer_without_a_task_id_is_a_tool_error(memory: Backend, desk: 
     done = memory.runner([agent]).run(agent, "conv-task-noid", "deploy")
     assert done.status is TurnStatus.COMPLETED
     assert "without a taskId" in tool_result(done)["message"]
+
+
+@pytest.mark.parametrize("asking", [False, True], ids=["working", "input_required"])
+def test_the_turns_cancel_sends_tasks_cancel(backend: Backend, desk: RunningServer, asking: bool) -> None:
+    agent = _agent(desk)
+    # GIVEN a turn following a task, either between polls or waiting on the task's question
+    _answer(desk, {"resultType": "task", **_task("working")})
+    started = backend.runner([agent]).run(agent, "conv-task-cancel", "deploy")
+    if asking:
+        backend.clock.advance(30)
+        _answer(desk, _task("input_required", inputRequests={"confirm_deploy": QUESTION}))
+        _poll(backend, agent, started.id)
+        assert backend.store.load(started.id).status is TurnStatus.WAITING_FOR_USER
+    since = len(desk.recorder.exchanges)
+    # WHEN the turn is cancelled (by a runner of another process)
+    _answer(desk, {"resultType": "complete"})
+    cancelled = backend.runner([agent]).cancel(started.id)
+    # THEN it ends CANCELLED and the server is asked to cancel the task, once
+    assert cancelled.status is TurnStatus.CANCELLED
+    (request,) = _requests(desk, since)
+    assert request["method"] == "tasks/cancel" and request["params"]["taskId"] == "task-7"
+
+
+def test_a_server_that_cannot_be_reached_to_cancel_does_not_stop_the_cancel(
+    memory: Backend, desk: RunningServer
+) -> None:
+    agent = _agent(desk)
+    _answer(desk, {"resultType": "task", **_task("working")})
+    started = memory.runner([agent]).run(agent, "conv-task-cancel-err", "deploy")
+    # GIVEN the server answers the cancel with a JSON-RPC error
+    desk.recorder.scripted.append(({"jsonrpc": "2.0", "error": {"code": -32602, "message": "unknown task"}}, False))
+    # WHEN the turn is cancelled THEN it ends CANCELLED all the same
+    assert memory.runner([agent]).cancel(started.id).status is TurnStatus.CANCELLED

@@ -73,6 +73,11 @@ class Tool:
             function, name=name, description=description, metadata=metadata, idempotent=idempotent
         )
 
+    def abandon(self, state: Mapping[str, Any]) -> None:
+        """Called once, best effort, after a turn ended (a cancel) while a call of this tool still kept
+        ``state`` (an input round's or a poll's, :class:`agentturn.forms.rounds.PollLater`): let go of work
+        started elsewhere. The default does nothing; an MCP tool cancels the server's task."""
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from agentturn.agents.tools import Tool, ToolContext
@@ -55,6 +56,16 @@ class MCPToolAdapter(Tool):
         )
         self.server = server
         self.mcp = tool
+
+    def abandon(self, state: Mapping[str, Any]) -> None:
+        """The turn ended while this call followed a task: ``tasks/cancel`` (cooperative: the server acknowledges
+        and may still finish the work; a server that cannot be reached is logged, the turn's end stands)."""
+        stored = state.get("mcp")
+        if not isinstance(stored, dict) or stored.get("server") != self.server.name or "taskId" not in stored:
+            return
+        from agentturn.mcp.tasks import cancel_task
+
+        cancel_task(self.server, str(stored["taskId"]))
 
 
 #: JSON-RPC "Invalid params": what a server answers to a requestState it cannot verify (expired, or sealed with a

@@ -12,6 +12,7 @@ to the instance holding it.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from agentturn.agents.tools import ToolContext
@@ -27,7 +28,9 @@ from agentturn.mcp.calls import (
 from agentturn.mcp.elicitation import input_response
 from agentturn.mcp.listing import MCPTool
 from agentturn.mcp.server import MCPServer
-from agentturn.mcp.transport import send
+from agentturn.mcp.transport import MCPError, send
+
+_log = logging.getLogger("agentturn.mcp")
 
 #: what a task's status may be (SEP-2663)
 WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = "working", "input_required", "completed", "failed", "cancelled"
@@ -124,3 +127,11 @@ def _ask(signal: InputRoundRequired, task_id: str, poll: float, answered: set[st
     stored = signal.state["mcp"]
     stored.update({"taskId": task_id, "pollSeconds": poll, "answered": sorted(answered)})
     raise InputRoundRequired(signal.requests, {"mcp": stored}, expires_in=signal.expires_in)
+
+
+def cancel_task(server: MCPServer, task_id: str) -> None:
+    """Ask the server to stop a task nobody waits for any more (best effort)."""
+    try:
+        send(server, "tasks/cancel", {"taskId": task_id}, name=task_id)
+    except MCPError as exc:
+        _log.warning("MCP server %r: tasks/cancel of %r failed: %s", server.name, task_id, exc)
