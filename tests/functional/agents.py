@@ -62,6 +62,24 @@ def mcp_agents() -> list[Agent]:
     return [Agent(id="mcp-agent", instructions="", chat_model=ScriptedChatModel(model), mcp_servers=[server])]
 
 
+def mcp_task_agents() -> list[Agent]:
+    """An agent whose one tool is ``odd`` of the test server's ``/scripted`` endpoint (a server that answers with
+    a task: :mod:`tests.functional.test_mcp_task_flow`)."""
+    import os
+
+    from agentturn import AiMessage, ChatRequest, MCPServer, ScriptedChatModel, ToolCall, ToolMessage
+
+    def model(request: ChatRequest) -> AiMessage:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            content = last.content if isinstance(last.content, dict) else {}
+            return AiMessage(content=str(content.get("text") or content.get("message") or content))
+        return AiMessage(tool_calls=[ToolCall(id="call-1", name="odd__odd", arguments={})])
+
+    server = MCPServer(os.environ["AGENTTURN_TEST_MCP_URL"], name="odd", approve="none")
+    return [Agent(id="mcp-task-agent", instructions="", chat_model=ScriptedChatModel(model), mcp_servers=[server])]
+
+
 # ------------------------------------------------------------------ deploys between a question and its answer
 
 #: What the refund desk asks for before it refunds: the form a turn of version 1 waits on.

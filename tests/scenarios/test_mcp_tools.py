@@ -129,7 +129,10 @@ def test_a_servers_question_waits_three_days_and_the_retry_carries_its_state_byt
         "system_question": {"action": "accept", "content": {"system": "SSO", "urgent": True}}
     }
     assert params["arguments"] == {"title": "login down"}
-    assert params["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {"form": {}, "url": {}}}
+    assert params["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {
+        "elicitation": {"form": {}, "url": {}},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    }
     key = params["_meta"][IDEMPOTENCY_META_KEY]
     assert key == first.request["params"]["_meta"][IDEMPOTENCY_META_KEY] == f"{waiting.id}:call-1"
     # ... the model read the server's text, and the round's state left the snapshot with the call

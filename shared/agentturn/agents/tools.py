@@ -73,6 +73,11 @@ class Tool:
             function, name=name, description=description, metadata=metadata, idempotent=idempotent
         )
 
+    def abandon(self, state: Mapping[str, Any]) -> None:
+        """Called once, best effort, after a turn ended (a cancel) while a call of this tool still kept
+        ``state`` (an input round's or a poll's, :class:`agentturn.forms.rounds.PollLater`): let go of work
+        started elsewhere. The default does nothing; an MCP tool cancels the server's task."""
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
@@ -103,6 +108,8 @@ class ToolContext:
     #: On the replay after every card of an input round (``InputRoundRequired``) was settled: the state the
     #: tool gave with the round and the answers by request key; None otherwise.
     input_round: InputRound | None = None
+    #: the runner's clock (epoch seconds) when the call started: what a tool compares its stored deadlines with
+    now: float = 0.0
     _progress: ProgressSink | None = field(default=None, repr=False)
     _cancel_probe: Callable[[], bool] | None = field(default=None, repr=False)
     #: saves the call before its key is first handed out, when it is not saved yet (see the property)

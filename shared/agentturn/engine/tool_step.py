@@ -42,10 +42,10 @@ from agentturn.engine.turn_run import LeaseGone, Run, agent_of, policy_of
 from agentturn.engine.turn_writer import TurnWriter
 from agentturn.errors import LeaseLostError, ToolProtocolError, TurnNotFoundError, VersionConflictError
 from agentturn.forms.definitions import REQUEST_USER_INPUT, FormDefinition, FormRequired
-from agentturn.forms.rounds import InputRound, InputRoundRequired, RoundAction, RoundAnswer
+from agentturn.forms.rounds import InputRound, InputRoundRequired, PollLater, RoundAction, RoundAnswer
 from agentturn.ports.store import TurnStore
 from agentturn.state.messages import ToolCall, ToolMessage, form_message_id
-from agentturn.state.turn import Suspension, ToolCallState, Turn, TurnPhase, TurnStatus
+from agentturn.state.turn import RetryState, Suspension, ToolCallState, Turn, TurnPhase, TurnStatus
 from agentturn.timeline.identity import stamp
 
 _log = logging.getLogger("agentturn.engine.runner")
@@ -187,6 +187,8 @@ class ToolStep:
     def _execute(self, run: Run, call: ToolCall, tool: Tool) -> None:
         turn = run.turn
         state = turn.tool_state(call.id)
+        if turn.retry is not None and turn.retry.reason == TOOL_POLL:
+            turn.retry = None  # the poll is due: it is this run (a failure's backoff counts from zero again)
         durable = _DurableCall(run, self._writer)
         replay = state.submitted_form_data is not None
         input_round = _input_round(state) if state.round_state is not None else None
@@ -207,6 +209,7 @@ class ToolStep:
             submitted_form_data=dict(state.submitted_form_data or {}),
             form_submitted=replay,
             input_round=input_round,
+            now=self._clock(),
             _progress=lambda stage, data: self._events.emit(
                 turn, EventType.TOOL_PROGRESS, toolCallId=call.id, stage=stage, data=dict(data or {})
             ),
@@ -252,6 +255,10 @@ class ToolStep:
                 )
             self._parked(run, call)
             return
+        except PollLater as signal:
+            durable.raise_if_failed()
+            self._poll_later(run, call, signal)
+            return
         except Exception as exc:
             durable.raise_if_failed()
             turn = run.turn
@@ -277,6 +284,21 @@ class ToolStep:
         # that acts run again. (Conditional: a rerun of an idempotent tool finds the first outcome kept.)
         if self._on_outcome is not None and approved:
             self._on_outcome(turn, call.id, failed, result)
+
+    def _poll_later(self, run: Run, call: ToolCall, signal: PollLater) -> None:
+        """The call runs again after ``signal.delay``: its state kept, the turn saved runnable but not due before
+        then (the driver stops, the worker hands the turn back to the queue with that delay, the sweeper finds it
+        if the message is lost)."""
+        turn = run.turn
+        state = turn.tool_state(call.id)
+        state.round_state = copy.deepcopy(signal.state)
+        state.round_answers = None
+        turn.retry = RetryState(reason=TOOL_POLL, not_before=self._clock() + signal.delay)
+        turn.status = TurnStatus.RUNNING
+        self._writer.save(run)
+        self._events.emit(
+            run.turn, EventType.STEP_COMPLETED, kind="TOOL", ok=True, toolName=call.name, pollIn=signal.delay
+        )
 
     def _cancel_requested(self, turn_id: str) -> bool:
         try:
@@ -410,6 +432,10 @@ def _action_summary(suspension: Suspension) -> dict[str, Any]:
         "toolName": suspension.metadata.get("toolName"),
         "expiresAt": suspension.expires_at,
     }
+
+
+#: ``RetryState.reason`` of a turn whose tool polls again later (:class:`PollLater`), not of a failure
+TOOL_POLL = "tool_poll"
 
 
 def _input_round(state: ToolCallState) -> InputRound:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from agentturn.agents.registry import AgentRegistry
 from agentturn.engine.clock import Clock, iso
@@ -12,8 +14,14 @@ from agentturn.engine.redaction import forget_at_end, redact_card, redacts
 from agentturn.engine.resume import cancel_cards
 from agentturn.engine.retry import RetryPolicy
 from agentturn.engine.sequencer import EventSequencer
-from agentturn.engine.turn_run import LeaseGone, Run, policy_of
-from agentturn.errors import AnswersQueuedError, LeaseLostError, StorageError, VersionConflictError
+from agentturn.engine.turn_run import LeaseGone, Run, agent_of, policy_of
+from agentturn.errors import (
+    AnswersQueuedError,
+    LeaseLostError,
+    StorageError,
+    UnknownAgentError,
+    VersionConflictError,
+)
 from agentturn.ports.memory import ChatMemory
 from agentturn.ports.store import Lease, TurnStore
 from agentturn.state.messages import ApprovalMessage, FormMessage
@@ -159,6 +167,11 @@ class TurnWriter:
         turn = run.turn
         policy = policy_of(run, self._agents)
         redact = redacts(turn, policy)  # before the waits go: their frozen terms count
+        kept = [
+            (call.name, copy.deepcopy(state.round_state))
+            for call in turn.pending_tool_calls
+            if (state := turn.tool_states.get(call.id)) is not None and state.round_state is not None
+        ]
         turn.status = status
         turn.phase = TurnPhase.FINISHED
         turn.suspension = None
@@ -169,6 +182,7 @@ class TurnWriter:
         retention = policy.retention
         turn.retain_until = self._clock() + retention if retention is not None else None
         self.save(run)
+        self._abandon(run, kept)
         memory = self._memory(turn.conversation_id)
         if memory is not None and not run.projection_owed and run.turn.projection == full_mark(run.turn):
             # Let go of the conversation only once its timeline is whole: a turn still named there is
@@ -176,6 +190,24 @@ class TurnWriter:
             memory.set_active_turn(None, expected=turn.id)
         event = _TERMINAL_EVENTS.get(status, EventType.TURN_FAILED)
         self._events.emit(run.turn, event, status=status.value, error=error_type)
+
+    def _abandon(self, run: Run, kept: list[tuple[str, dict[str, Any]]]) -> None:
+        """Calls that kept state when the turn ended: their tools let go of outside work (after the save: a turn
+        that lost its write race is not ended, and its work goes on). Best effort: the turn's end stands."""
+        if not kept:
+            return
+        try:
+            tools = agent_of(run, self._agents).tools
+        except UnknownAgentError:
+            return
+        for name, state in kept:
+            tool = tools.get(name)
+            if tool is None:
+                continue
+            try:
+                tool.abandon(state)
+            except Exception:  # the team's code or a server: the turn has ended whatever it does
+                _log.warning("tool %r of turn %r could not let go of its work", name, run.turn.id, exc_info=True)
 
     def retry_later(
         self, run: Run, reason: str, message: str, *, at_least: float | None = None, exhausted: str | None = None

@@ -81,3 +81,21 @@ class InputRoundRequired(Exception):
         #: seconds the round's cards may wait at most (sooner than the agent's own input timeout): a question that
         #: is only answerable for a while (an older MCP server holding its call open) expires with it, as ``cancel``
         self.expires_in = expires_in
+
+
+class PollLater(Exception):
+    """Raised by a tool whose work goes on elsewhere (an MCP server's task): the call keeps ``state`` (read back
+    as ``ToolContext.input_round.state``, with no answers) and the tool runs again in ``delay`` seconds. No worker
+    waits meanwhile: the turn is saved runnable with a not-before time, which the queue's delivery delay and the
+    sweeper honour, like a retry's backoff; a crash between polls loses nothing."""
+
+    def __init__(self, delay: float, state: Mapping[str, Any]) -> None:
+        if not delay > 0:
+            raise ValueError(f"a poll delay must be positive, got {delay!r}")
+        frozen = json.loads(json.dumps(dict(state)))  # JSON only: it is stored as is
+        size = len(json.dumps(frozen, separators=(",", ":")).encode())
+        if size > MAX_ROUND_STATE_BYTES:
+            raise ValueError(f"a poll's state holds {size} bytes; at most {MAX_ROUND_STATE_BYTES} are kept")
+        super().__init__(f"poll again in {delay:g} s")
+        self.delay = float(delay)
+        self.state: dict[str, Any] = frozen

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from agentturn.agents.tools import Tool, ToolContext
@@ -32,6 +33,13 @@ _log = logging.getLogger("agentturn.mcp")
 IDEMPOTENCY_META_KEY = "io.github.agentturn/idempotencyKey"
 #: what this client can answer on a ``tools/call``: form- and URL-mode elicitation, durably (per request)
 CALL_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+#: the Tasks extension's identifier: declared on ``tools/call``, since this client persists a task and polls it
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TASK_CALL_CAPABILITIES: dict[str, Any] = {**CALL_CAPABILITIES, "extensions": {TASKS_EXTENSION: {}}}
+#: seconds between polls of a task whose server suggests no ``pollIntervalMs`` (the extension's usual default)
+DEFAULT_POLL_SECONDS = 5.0
+#: no poll waits less (a server asking for 0 ms would have the turn spin through the queue)
+MIN_POLL_SECONDS = 1.0
 
 
 class MCPToolAdapter(Tool):
@@ -48,6 +56,16 @@ class MCPToolAdapter(Tool):
         )
         self.server = server
         self.mcp = tool
+
+    def abandon(self, state: Mapping[str, Any]) -> None:
+        """The turn ended while this call followed a task: ``tasks/cancel`` (cooperative: the server acknowledges
+        and may still finish the work; a server that cannot be reached is logged, the turn's end stands)."""
+        stored = state.get("mcp")
+        if not isinstance(stored, dict) or stored.get("server") != self.server.name or "taskId" not in stored:
+            return
+        from agentturn.mcp.tasks import cancel_task
+
+        cancel_task(self.server, str(stored["taskId"]))
 
 
 #: JSON-RPC "Invalid params": what a server answers to a requestState it cannot verify (expired, or sealed with a
@@ -80,6 +98,10 @@ def call_tool(server: MCPServer, tool: MCPTool, arguments: dict[str, Any]) -> An
 def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: ToolContext) -> Any:
     round_ = context.input_round
     params: dict[str, Any] = {"name": tool.name, "arguments": arguments}
+    if round_ is not None and "taskId" in round_.state.get("mcp", {}):
+        from agentturn.mcp.tasks import follow_task  # only a call the server made a task
+
+        return follow_task(server, tool, context, round_, stored_round(server, tool, round_))
     if round_ is not None:
         stored = stored_round(server, tool, round_)
         params["arguments"] = stored["arguments"]
@@ -104,7 +126,7 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
                 server,
                 "tools/call",
                 params,
-                capabilities=CALL_CAPABILITIES,
+                capabilities=TASK_CALL_CAPABILITIES,
                 name=tool.name,
                 extra_headers=_param_headers(tool, params["arguments"]),
                 timeout=end - time.monotonic(),
@@ -127,8 +149,12 @@ def _call(server: MCPServer, tool: MCPTool, arguments: dict[str, Any], context: 
         if asked >= server.max_rounds:
             raise ToolError(f"MCP server {server.name!r} asked for input {asked} times; the call was given up")
         params = {**{k: v for k, v in params.items() if k != "inputResponses"}, "requestState": state}
+    if result_type == "task":
+        from agentturn.mcp.tasks import task_created
+
+        raise task_created(server, tool, params["arguments"], context, result)
     if result_type == "input_required":
-        raise _next_round(server, tool, params["arguments"], context, round_, result, asked)
+        raise next_round(server, tool, params["arguments"], context, round_, result, asked)
     if result_type != "complete":
         raise ToolError(f"MCP server {server.name!r} answered an unknown resultType {result_type!r}")
     return complete(server, tool, result)
@@ -155,7 +181,7 @@ def stored_round(server: MCPServer, tool: MCPTool, round_: InputRound) -> dict[s
     return stored
 
 
-def _next_round(
+def next_round(
     server: MCPServer,
     tool: MCPTool,
     arguments: dict[str, Any],
