@@ -136,6 +136,14 @@ def test_a_missing_or_malformed_token_is_refused(authorization: str | None) -> N
     assert _refusal(authorization) in {Refusal.MISSING, Refusal.MALFORMED}
 
 
+def test_a_header_nested_thousands_deep_is_a_malformed_token_not_a_crash() -> None:
+    # GIVEN a token whose header is 6,000 nested arrays (within the 16 KB a token may have), unsigned
+    deep = base64.urlsafe_b64encode(("[" * 6000 + "]" * 6000).encode()).decode().rstrip("=")
+    # WHEN it is verified
+    # THEN it is refused as not a JWT (the parser's recursion limit is not a server error)
+    assert _refusal(f"Bearer {deep}.{_b64(_claims())}.c2ln") is Refusal.MALFORMED
+
+
 @pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")
 def test_an_unknown_kid_and_a_short_key_are_refused() -> None:
     assert _refusal(_token(kid="not-a-key")) is Refusal.UNKNOWN_KEY

@@ -271,7 +271,9 @@ def _decode(token: str) -> tuple[dict[str, Any], dict[str, Any], bytes, bytes]:
         header = json.loads(_b64url(parts[0]))
         claims = json.loads(_b64url(parts[1]))
         signature = _b64url(parts[2]) if parts[2] else b""
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, RecursionError):
+        # RecursionError: a header or payload nested thousands deep (a 16 KB token can be) is not a JWT either,
+        # and it is read before any signature is checked, so anyone could send it.
         raise TokenRefused(Refusal.MALFORMED) from None
     if not isinstance(header, dict) or not isinstance(claims, dict):
         raise TokenRefused(Refusal.MALFORMED)
