@@ -98,6 +98,19 @@ def _deliver(container: _Container, event: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+def _queue_is_empty(sqs: Any, queue_url: str) -> bool:
+    """No message in the queue, visible, in flight or delayed (SQS's approximate counts)."""
+    counts = sqs.get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return all(int(value) == 0 for value in counts.values())
+
+
 def _timed(route: Route, call: Callable[[], dict[str, Any]], ok: Iterable[int | None]) -> dict[str, Any] | None:
     started = time.perf_counter()
     try:
@@ -197,7 +210,9 @@ def run_load(
             )
             messages = received.get("Messages", [])
             if not messages:
-                idle += 1
+                # Done only when nothing is left at all: a message handed back (a turn another worker held)
+                # or sent with a delay (a retry's backoff) is not visible yet, but it is not finished either.
+                idle = idle + 1 if _queue_is_empty(sqs, queue_url) else 0
                 continue
             idle = 0
             event = sqs_event(messages, queue_arn)
