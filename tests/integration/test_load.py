@@ -58,7 +58,8 @@ def test_many_cycles_at_once_run_each_turn_once_and_lose_none(dynamodb_local: Em
         threads=THREADS,
     )
     print("\n" + table(report))
-    # THEN nothing failed, no turn ran its tool twice, and every turn completed
+    # THEN nothing failed, no turn made a second ticket (replays of its idempotent tool are counted apart), and
+    # every turn completed
     assert report.errors == []
     assert report.double_runs == []
     assert report.lost == []

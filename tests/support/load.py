@@ -78,6 +78,7 @@ class LoadReport:
     routes: dict[str, dict[str, float]]
     errors: list[str]
     double_runs: list[str]
+    tool_replays: int
     lost: list[str]
     redelivered: int
     wall_seconds: dict[str, float]
@@ -258,11 +259,16 @@ def run_load(
         view = answers.get(conversation)
         if view is None or view.get("status") != "COMPLETED":
             lost.append(f"{conversation}: {None if view is None else view.get('status')}")
-    # The ledger, keyed by "{turnId}:{callId}": each turn of the run ran its ticket tool exactly once.
+    # The ledger, keyed by the call's idempotency key "{turnId}:{callId}": each turn made exactly one ticket.
+    # A tool call may be attempted again with the same key (a delivery SQS hands out twice while the first
+    # still runs, a lost lease): the at-least-once the ticket tool is declared idempotent for, counted apart.
+    tool_replays = 0
     for conversation, (turn_id, _) in sorted(waiting.items()):
-        runs = [count for key, count in LEDGER.attempts.items() if key.startswith(f"{turn_id}:")]
-        if runs != [1]:
-            double_runs.append(f"{conversation}: ticket tool runs {runs}")
+        tickets = [key for key in LEDGER.entries if key.startswith(f"{turn_id}:")]
+        attempts = [count for key, count in LEDGER.attempts.items() if key.startswith(f"{turn_id}:")]
+        tool_replays += sum(attempts) - len(attempts)
+        if len(tickets) != 1:
+            double_runs.append(f"{conversation}: tickets {tickets}")
     errors = [f"{name}: {e}" for name, route in routes.items() for e in route.errors]
     return LoadReport(
         conversations=conversations,
@@ -270,6 +276,7 @@ def run_load(
         routes={name: route.summary(walls.get(name, 0.0)) for name, route in routes.items()},
         errors=errors,
         double_runs=double_runs,
+        tool_replays=tool_replays,
         lost=lost,
         redelivered=redelivered,
         wall_seconds=walls,
@@ -279,7 +286,8 @@ def run_load(
 def table(report: LoadReport) -> str:
     lines = [
         f"{report.conversations} conversations, {report.threads} threads; errors {len(report.errors)}, "
-        f"double runs {len(report.double_runs)}, lost {len(report.lost)}, messages delivered twice "
+        f"double runs {len(report.double_runs)}, tool replays {report.tool_replays}, lost {len(report.lost)}, "
+        f"messages delivered twice "
         f"{report.redelivered}",
         "",
         "| route | requests | per second | p50 ms | p99 ms | errors |",
