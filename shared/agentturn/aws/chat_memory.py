@@ -341,14 +341,8 @@ class DynamoDBChatMemory:
         # The prefix retention deletes a turn's entries by (agentturn.aws.retention).
         return f"{_AUDIT_PREFIX}{created_at}#{turn_id}#"
 
-    def record_decision(self, conversation_id: str, created_at: str, record: AuditRecord) -> bool:
-        """One conditional PutItem: never over a record that is there (a retry's finds its own and stops)."""
-        item: Item = {
-            _CID: {"S": conversation_id},
-            _SK: {"S": self._audit_prefix(created_at, record.turn_id) + record_key(record)},
-            _MESSAGE_ID: {"S": f"{record.turn_id}:audit:{record_key(record)}"},
-            _BODY: {"S": self.serializer.dumps(record)},
-        }
+    def _put_once(self, item: Item, operation: str) -> bool:
+        """Put ``item`` unless one with its key is there (an audit record is never rewritten): ``False`` then."""
         try:
             self.client.put_item(
                 TableName=self.table_name,
@@ -359,10 +353,20 @@ class DynamoDBChatMemory:
         except ClientError as exc:
             if error_code(exc) == CONDITION_FAILED:
                 return False
-            raise storage_error(exc, "DynamoDBChatMemory.record_decision") from exc
+            raise storage_error(exc, operation) from exc
         except BotoCoreError as exc:
-            raise storage_error(exc, "DynamoDBChatMemory.record_decision") from exc
+            raise storage_error(exc, operation) from exc
         return True
+
+    def record_decision(self, conversation_id: str, created_at: str, record: AuditRecord) -> bool:
+        """One conditional PutItem: never over a record that is there (a retry's finds its own and stops)."""
+        item: Item = {
+            _CID: {"S": conversation_id},
+            _SK: {"S": self._audit_prefix(created_at, record.turn_id) + record_key(record)},
+            _MESSAGE_ID: {"S": f"{record.turn_id}:audit:{record_key(record)}"},
+            _BODY: {"S": self.serializer.dumps(record)},
+        }
+        return self._put_once(item, "DynamoDBChatMemory.record_decision")
 
     def record_outcome(self, conversation_id: str, created_at: str, record: OutcomeRecord) -> bool:
         """One conditional PutItem keyed by the card: the first outcome stays (a rerun after a crash finds it)."""
@@ -373,20 +377,7 @@ class DynamoDBChatMemory:
             _MESSAGE_ID: {"S": f"{record.turn_id}:audit-outcome:{record.action_id}"},
             _BODY: {"S": self.serializer.dumps(record)},
         }
-        try:
-            self.client.put_item(
-                TableName=self.table_name,
-                Item=item,
-                ConditionExpression="attribute_not_exists(#sk)",
-                ExpressionAttributeNames={"#sk": _SK},
-            )
-        except ClientError as exc:
-            if error_code(exc) == CONDITION_FAILED:
-                return False
-            raise storage_error(exc, "DynamoDBChatMemory.record_outcome") from exc
-        except BotoCoreError as exc:
-            raise storage_error(exc, "DynamoDBChatMemory.record_outcome") from exc
-        return True
+        return self._put_once(item, "DynamoDBChatMemory.record_outcome")
 
     def outcomes(self, conversation_id: str, created_at: str, turn_id: str) -> list[OutcomeRecord]:
         records = [
