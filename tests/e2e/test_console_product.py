@@ -157,16 +157,23 @@ def test_a_refused_send_keeps_the_text_and_says_why(page: Any) -> None:
     conversation = open_console(page, "support-agent")
     # GIVEN the server refuses the start (the conversation is busy), and its reads agree that another turn
     # holds the conversation (else the page's next read rightly clears the notice: nothing holds it)
-    page.route(
-        f"**/conversations/{conversation}/turns",
-        lambda route: route.fulfill(
+    # (only from the refusal on: a read before it that said "busy" would rightly disable Send before the click)
+    refused = {"yet": False}
+
+    def refuse_start(route: Any) -> None:
+        refused["yet"] = True
+        route.fulfill(
             status=409,
             content_type="application/problem+json",
             json={"title": "Conversation busy", "activeTurnId": "t-other"},
-        ),
-    )
+        )
+
+    page.route(f"**/conversations/{conversation}/turns", refuse_start)
 
     def held_by_another_turn(route: Any) -> None:
+        if not refused["yet"]:
+            route.continue_()
+            return
         response = route.fetch()
         route.fulfill(response=response, json={**response.json(), "activeTurnId": "t-other"})
 
