@@ -31,6 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from agentturn.aws import body_dictionary
 from agentturn.aws._support import MAX_INLINE_BODY, AttributeValue, Item, as_str, error_code
+from agentturn.aws._support import s3_client as default_s3_client
 from agentturn.errors import BodyMissingError, BodyTooLargeError
 
 if TYPE_CHECKING:
@@ -131,6 +132,23 @@ class BodyCodec:
     compress_threshold: int = 4096
     inline_limit: int = 64 * 1024
     level: int = 6
+
+    @classmethod
+    def for_bucket(
+        cls,
+        bucket: str | None,
+        s3_client: S3Client | None,
+        *,
+        compress_threshold: int,
+        inline_limit: int,
+        level: int,
+    ) -> BodyCodec:
+        """The codec of a table whose large bodies spill to ``bucket`` (none: they stay inline), through
+        ``s3_client`` or the default S3 client."""
+        blobs = None
+        if bucket is not None:
+            blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
+        return cls(blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=level)
 
     def __post_init__(self) -> None:
         if not 0 < self.inline_limit <= MAX_INLINE_BODY:

@@ -66,8 +66,7 @@ from agentturn.aws._support import (
     old_item,
     written_by,
 )
-from agentturn.aws._support import s3_client as default_s3_client
-from agentturn.aws.body_codec import BODY, BODY_REF, BlobStore, BodyCodec, attribute_size, decode_inline
+from agentturn.aws.body_codec import BODY, BODY_REF, BodyCodec, attribute_size, decode_inline
 from agentturn.aws.translate import storage_error, translates_errors
 from agentturn.errors import StorageUnavailableError
 from agentturn.ports.audit import AuditRecord, OutcomeRecord, record_key
@@ -237,14 +236,11 @@ class DynamoDBChatMemory:
         #: Also list cards without approvers in their owner's inbox (two index writes per form cycle more).
         self.inbox_owner_cards = inbox_owner_cards
         self.client: DynamoDBClient = client if client is not None else dynamodb_client()
-        blobs = None
-        if bucket is not None:
-            blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
         # A card carries its form's schema and is often just over 1 KB: compressed (preset dictionary), it bills
         # one write unit. Messages of a few hundred bytes are compressed too: the model's context reads the
         # latest window of them on every model call, and a read is billed per 4 KB it returns.
-        self.codec = BodyCodec(
-            blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
+        self.codec = BodyCodec.for_bucket(
+            bucket, s3_client, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
         )
         self.serializer = serializer
         self.consistent_reads = consistent_reads

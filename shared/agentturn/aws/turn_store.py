@@ -74,8 +74,7 @@ from agentturn.aws._support import (
     old_item,
     written_by,
 )
-from agentturn.aws._support import s3_client as default_s3_client
-from agentturn.aws.body_codec import BODY, BODY_REF, CORRUPT_BODY, BlobStore, BodyCodec
+from agentturn.aws.body_codec import BODY, BODY_REF, CORRUPT_BODY, BodyCodec
 from agentturn.aws.translate import translates_errors
 from agentturn.engine.clock import Clock
 from agentturn.errors import (
@@ -234,14 +233,11 @@ class DynamoDBTurnStore:
             raise ValueError(f"runnable_shards must be at least 1, not {runnable_shards!r}")
         self.table_name = table_name
         self.client: DynamoDBClient = client if client is not None else dynamodb_client()
-        blobs = None
-        if bucket is not None:
-            blobs = BlobStore(s3_client if s3_client is not None else default_s3_client(), bucket)
         # Every snapshot but the tiniest is compressed (with the preset dictionary of body_dictionary): a write
         # is billed per started KB of the item, and compressing a few KB costs tens of microseconds. Above
         # ``inline_limit`` a body costs more as write units than as an S3 PUT + GET (64 KB = 64 WCU/save).
-        self.codec = BodyCodec(
-            blobs, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
+        self.codec = BodyCodec.for_bucket(
+            bucket, s3_client, compress_threshold=compress_threshold, inline_limit=inline_limit, level=compress_level
         )
         self.serializer = serializer
         # Off in production (a second decode of every write); the conformance suite turns it on.
