@@ -184,6 +184,26 @@ def test_a_run_without_a_valid_token_is_a_401_problem_and_starts_nothing(entry: 
     assert entry.services.chat_memory("alice-sub/t3").get_messages(10) == []
 
 
+def test_a_body_of_two_declared_lengths_is_a_400_problem_and_starts_nothing(entry: Entry) -> None:
+    # GIVEN a request that declares its body's length twice, differently (a proxy and this server could each
+    # pick another length: request smuggling)
+    body = json.dumps({"threadId": "t4", "runId": "run-t4", "messages": [], "state": {}, "tools": [], "context": []})
+    connection = http.client.HTTPConnection("127.0.0.1", entry.port, timeout=WAIT_SECONDS)
+    connection.putrequest("POST", f"/ag-ui/{AGENT}")
+    connection.putheader("Authorization", f"Bearer {token(claims(int(time.time())))}")
+    connection.putheader("Content-Type", "application/json")
+    connection.putheader("Content-Length", str(len(body)))
+    connection.putheader("Content-Length", "2")
+    connection.endheaders(body.encode())
+    # WHEN it is answered
+    response = connection.getresponse()
+    # THEN it is refused as malformed, and nothing started
+    assert response.status == 400
+    assert response.getheader("Content-Type") == "application/problem+json"
+    assert "Content-Length" in json.loads(response.read())["detail"]
+    assert entry.services.chat_memory("alice-sub/t4").get_messages(10) == []
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -13,6 +13,7 @@ import binascii
 import json
 import math
 from collections.abc import Mapping
+from email.message import Message
 from typing import Any, Final
 
 from agentturn.api import problems
@@ -105,6 +106,22 @@ def _decoded_size(encoded: str) -> int:
     stripped = encoded.rstrip()
     padding = len(stripped) - len(stripped.rstrip("="))
     return max(0, len(stripped) * 3 // 4 - padding)
+
+
+def declared_length(headers: Message) -> int | None:
+    """A raw HTTP request's body length as its headers declare it (0: none), for the servers that read bodies off
+    a socket (the AG-UI streaming entry, the dev gateway); ``None`` when it cannot be known exactly: a
+    ``Transfer-Encoding`` (not served), a Content-Length that is not one decimal number, or several that differ
+    (a proxy and the server could each pick another: request smuggling)."""
+    if headers.get("Transfer-Encoding") is not None:
+        return None
+    values = {value.strip() for value in headers.get_all("Content-Length") or []}
+    if not values:
+        return 0
+    if len(values) > 1:
+        return None
+    (value,) = values
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def header(event: Mapping[str, Any], name: str) -> str | None:

@@ -34,6 +34,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 from agentturn.api import problems
+from agentturn.api.body import declared_length
 from agentturn.api.http import HttpApi, StreamedAnswer
 from agentturn.api.problems import ProblemError
 from agentturn.api.routes import RouteGroup, match_route
@@ -213,10 +214,9 @@ def handler_class(app: WebAdapterApp, finished: Callable[[], None] = lambda: Non
         def _read_body(self) -> bytes | StreamedAnswer:
             if self.headers.get("Transfer-Encoding") is not None:
                 return _problem_answer(problems.malformed_body("send the body with a Content-Length, not chunked"))
-            raw = (self.headers.get("Content-Length") or "0").strip()
-            if not raw.isascii() or not raw.isdigit():
-                return _problem_answer(problems.malformed_body("Content-Length is not a number"))
-            length = int(raw)
+            length = declared_length(self.headers)
+            if length is None:
+                return _problem_answer(problems.malformed_body("Content-Length is not one decimal number"))
             if length > MAX_REQUEST_BYTES:
                 return _problem_answer(problems.payload_too_large(length, MAX_REQUEST_BYTES))
             return self.rfile.read(length) if length else b""

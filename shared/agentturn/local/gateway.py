@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
+from agentturn.api.body import declared_length
 from agentturn.api.http import StreamedAnswer
 from agentturn.api.problems import ProblemError, payload_too_large
 from agentturn.api.routes import ALL_GROUPS, SUBMIT_LAMBDA_GROUPS, RouteSpec, match_route
@@ -404,25 +405,11 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
             slug = {414: "uri-too-long", 501: "not-implemented"}.get(code, "bad-request")
             self._send(_problem(code, slug, title, explain or title))
 
-        def _content_length(self) -> int | None:
-            """The body's length as the request declares it (0: none); ``None`` when it cannot be known exactly:
-            a ``Transfer-Encoding`` (not served), a Content-Length that is not one decimal number, or several
-            that differ (a proxy and this server could each pick another: request smuggling)."""
-            if self.headers.get("Transfer-Encoding") is not None:
-                return None
-            values = {value.strip() for value in self.headers.get_all("Content-Length") or []}
-            if not values:
-                return 0
-            if len(values) > 1:
-                return None
-            (value,) = values
-            return int(value) if value.isascii() and value.isdigit() else None
-
         def _read_body(self) -> bytes | HttpResponse:
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
                 self.close_connection = True
                 return _problem(411, "length-required", "Length required", "send a Content-Length, not a chunked body")
-            length = self._content_length()
+            length = declared_length(self.headers)
             if length is None:
                 self.close_connection = True
                 return _problem(400, "bad-content-length", "Bad Content-Length", "Content-Length is not a number")
@@ -468,7 +455,7 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
             if getattr(self, "_body_settled", True) or self.close_connection:
                 return
             self._body_settled = True
-            length = self._content_length()
+            length = declared_length(self.headers)
             if length is None or length > MAX_BODY_BYTES:
                 self.close_connection = True
             elif length > 0:
