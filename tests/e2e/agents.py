@@ -188,9 +188,10 @@ def _expense_model(request: ChatRequest) -> AiMessage:
     answers = [m for m in request.messages if isinstance(m, ToolMessage)]
     if answers:
         booked = answers[-1].content
-        if isinstance(booked, dict):
+        if isinstance(booked, dict) and "costCentre" in booked:
             return AiMessage(content=DEMO_LABEL + f"Booked {booked['booked']} on {booked['costCentre']}.")
-        return AiMessage(content=DEMO_LABEL + f"Not booked: {booked}")
+        # Declined (the tool's result is an error naming the reason) or failed: nothing was booked.
+        return AiMessage(content=DEMO_LABEL + "Not booked: finance did not code the expense.")
     return AiMessage(tool_calls=[ToolCall(id="call-e", name="book_expense", arguments={"amount": 380})])
 
 

@@ -190,3 +190,42 @@ def test_a_form_answered_by_someone_else_meanwhile_is_refused_on_the_entry_and_t
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
     expect(page.locator("#inbox-heading")).to_be_focused()
+
+
+def test_the_browser_refuses_a_bad_value_before_sending_and_the_approver_may_decline_with_a_reason(
+    page: Any, dev_server: DevProcess, artifacts: Path
+) -> None:
+    # GIVEN alice's expense waiting for finance, and fin-ana's inbox on a desktop (the browser's checks on)
+    conversation = open_console(page, FINANCE_FORM_AGENT_ID)
+    _alice_asks(page, conversation, f"expense hotel ({conversation})")
+    turn = _waiting_turn(dev_server, conversation)
+    turn_id = turn["turnId"]
+    _as(page, "fin-ana", "inbox-ana-forms")
+    _entry(page, turn_id).get_by_role("button", name="Fill in").click()
+    dialog = page.get_by_test_id("inbox-form")
+
+    # WHEN she sends a cost centre without its "CC-" THEN the form refuses it at the field, and nothing is sent
+    dialog.get_by_label("Cost centre").fill("41")
+    dialog.get_by_label("Category").select_option(label="Equipment")
+    dialog.get_by_role("button", name="Submit").click()
+    expect(dialog.locator(".error-detail")).to_contain_text("Cost centre is not in the expected form")
+    assert _waiting_turn(dev_server, conversation)["version"] == turn["version"]
+    page.screenshot(path=str(artifacts / "inbox-form-desktop-refused.png"))
+    assert axe_violations(page) == []
+
+    # WHEN she declines it with a reason instead
+    dialog.get_by_role("button", name="Decline").click()
+    dialog.get_by_label("Why not?").fill("not a business expense")
+    dialog.get_by_role("button", name="Decline form").click()
+
+    # THEN the entry leaves her inbox, and alice's card says it was declined, why, and by whom
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#inbox-status")).to_have_text(f"Declined: {FORM_TITLE}")
+    expect(_entry(page, turn_id)).to_have_count(0)
+    _as(page, "alice", conversation)
+    card = page.get_by_test_id("form-card")
+    expect(card.get_by_test_id("card-status")).to_have_text("Declined")
+    expect(card).to_contain_text("Reason: not a business expense")
+    expect(card).to_contain_text("by fin-ana")
+    expect(page.get_by_test_id("ai-message").filter(has_text="Not booked")).to_be_visible()
+    page.screenshot(path=str(artifacts / "inbox-form-requester-declined.png"), full_page=True)
