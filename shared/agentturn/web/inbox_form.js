@@ -6,6 +6,7 @@ import { formCard } from "./cards.js";
 import { el, time } from "./dom.js";
 
 const ANSWERED = { submitted: "Submitted", declined: "Declined" };
+const FOCUS_FRAMES = 120; // about two seconds at 60 frames a second
 // A card its answerer may no longer answer is a 404 like one that never existed (no existence leak): for the
 // person who just had it open, it means it left their inbox.
 const GONE = "This form no longer waits for you: someone else answered it, it expired, or it moved to other people.";
@@ -82,8 +83,17 @@ export class InboxForm {
     });
     this.body.replaceChildren(this.card.node);
     this.dialog.showModal();
-    // The first field, so a keyboard (or a phone's) user types at once; the form renders on the next frame.
-    requestAnimationFrame(() => this.body.querySelector("input, select, textarea, button")?.focus());
+    this.focusFirstField(document.activeElement, FOCUS_FRAMES);
+  }
+
+  /** The first field, so a keyboard (or a phone's) user types at once. The form library renders when React's
+   * scheduler gets to it (later on a busy device): looked for on each frame, a bounded number of times, and only
+   * while the focus is still where showModal put it (nobody moved it meanwhile). */
+  focusFirstField(start, frames) {
+    if (!this.dialog.open || document.activeElement !== start) return;
+    const field = this.body.querySelector(".form-host input, .form-host select, .form-host textarea");
+    if (field) field.focus();
+    else if (frames > 0) requestAnimationFrame(() => this.focusFirstField(start, frames - 1));
   }
 
   acted(item, outcome) {
