@@ -155,6 +155,14 @@ def test_finance_fills_in_an_assigned_form_from_the_inbox_on_a_phone(
     page.screenshot(path=str(artifacts / "inbox-form-requester-answered.png"), full_page=True)
     assert axe_violations(page) == []
     assert probe.dialogs == []
+    # ... and the audit holds one record of it: fin-ana, permitted by finance, the form answered (the refused
+    # submission left none)
+    status, audit = _api(dev_server, "alice", "GET", f"/turns/{turn_id}/audit")
+    assert status == 200, audit
+    mine = [r for r in audit["records"] if r["actionId"] == action_id]
+    assert [(r["subject"], r["groups"], r["kind"], r["outcome"]) for r in mine] == [
+        ("fin-ana", ["finance"], "FORM_INPUT", "SUBMITTED")
+    ]
 
 
 def test_a_form_answered_by_someone_else_meanwhile_is_refused_on_the_entry_and_the_text_stays(
