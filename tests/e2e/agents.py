@@ -18,6 +18,7 @@ from agentturn import (
     ToolCall,
     ToolMessage,
     UserInputTool,
+    require_form,
 )
 from agentturn.agents.agent import ToolApprovalDecision
 from agentturn.demo import demo_agents
@@ -142,6 +143,58 @@ def _refund(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"refunded": arguments["orderId"], "amount": arguments["amount"]}
 
 
+EXPENSE_PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"amount": {"type": "number", "title": "Amount", "minimum": 0}},
+    "required": ["amount"],
+}
+#: An expense the requester cannot code herself: whoever is on shift in finance fills in the form (one person).
+FINANCE_FORM_AGENT_ID: Final = "finance-expense-agent"
+EXPENSE_CODING_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "title": "Expense coding",
+    "description": "Finance: where is this expense booked?",
+    "properties": {
+        "costCentre": {
+            "type": "string",
+            "title": "Cost centre",
+            "description": "CC- and four digits, e.g. CC-4100",
+            "pattern": "^CC-[0-9]{4}$",
+        },
+        "category": {
+            "type": "string",
+            "title": "Category",
+            "oneOf": [{"const": "TRAVEL", "title": "Travel"}, {"const": "EQUIPMENT", "title": "Equipment"}],
+        },
+        "note": {"type": "string", "title": "Note to the requester", "maxLength": 200},
+    },
+    "required": ["costCentre", "category"],
+}
+EXPENSE_CODING_FORM: Final = FormDefinition(
+    "expense_coding",
+    "Expense coding (finance)",
+    EXPENSE_CODING_SCHEMA,
+    approvers=Approvers(groups=("finance",), exclude_requester=True),
+)
+
+
+def _book_expense(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Books nothing until finance has coded it: the form is asked before any side effect."""
+    coding = require_form(EXPENSE_CODING_FORM)
+    return {"booked": arguments["amount"], **coding}
+
+
+def _expense_model(request: ChatRequest) -> AiMessage:
+    answers = [m for m in request.messages if isinstance(m, ToolMessage)]
+    if answers:
+        booked = answers[-1].content
+        if isinstance(booked, dict) and "costCentre" in booked:
+            return AiMessage(content=DEMO_LABEL + f"Booked {booked['booked']} on {booked['costCentre']}.")
+        # Declined (the tool's result is an error naming the reason) or failed: nothing was booked.
+        return AiMessage(content=DEMO_LABEL + "Not booked: finance did not code the expense.")
+    return AiMessage(tool_calls=[ToolCall(id="call-e", name="book_expense", arguments={"amount": 380})])
+
+
 def e2e_agents() -> list[Agent]:
     hostile = Agent(
         id=HOSTILE_AGENT_ID,
@@ -180,4 +233,10 @@ def e2e_agents() -> list[Agent]:
             "Refund over 1,000", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
         ),
     )
-    return [*demo_agents(), hostile, slow, labelled, decisions, finance]
+    expense = Agent(
+        id=FINANCE_FORM_AGENT_ID,
+        instructions="Book an expense; finance codes it in a form.",
+        chat_model=ScriptedChatModel(_expense_model),
+        tools=[Tool("book_expense", "Book an expense", _book_expense, parameters=EXPENSE_PARAMETERS)],
+    )
+    return [*demo_agents(), hostile, slow, labelled, decisions, finance, expense]

@@ -27,6 +27,7 @@ MARKUP_APIS = re.compile(
         "conversations.js",
         "dom.js",
         "inbox.js",
+        "inbox_form.js",
         "drafts.js",
         "live.js",
         "live_view.js",

@@ -77,6 +77,8 @@ const inbox = new Inbox({
   list: $("inbox-list"),
   count: $("inbox-count"),
   status: $("inbox-status"),
+  heading: $("inbox-heading"),
+  noValidate: params.get("clientValidation") === "off", // as the timeline's forms
 });
 const poller = new Poller(refresh, {
   onGiveUp: () => notice("Still waiting for the agent; the page stopped checking. Reload to check again.", false),

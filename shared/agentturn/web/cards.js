@@ -108,6 +108,8 @@ export function formCard(initial, ctx) {
   const errorsHost = el("div", { class: "card-error-host" });
   const noteHost = el("p", { class: "card-note", role: "status" });
   const drafts = new Drafts(initial.turnId, initial.actionId);
+  // Where the card is answered may word a refusal for its reader (the inbox: "no longer waits for you").
+  const refusal = (result) => ctx.refusalText?.(result) || problemText(result);
 
   function showProblems() {
     clear(errorsHost);
@@ -131,14 +133,14 @@ export function formCard(initial, ctx) {
       busy = true; // stays disabled until the card turns SUBMITTED in the timeline
       note = "Sent. The agent continues…";
       drafts.clear();
-      ctx.onAction(message.turnId);
+      ctx.onAction(message.turnId, "submitted");
     } else if (result.status === 422 && Array.isArray(result.problem?.errors)) {
       serverErrors = result.problem.errors;
       unplaced = window.AgentturnForms.toErrorSchema(schemaOf(message), serverErrors).unplaced;
       if (!unplaced.length && !serverErrors.length) note = problemText(result);
     } else {
-      note = isTransient(result) ? `${problemText(result)} Send again to retry the same request.` : problemText(result);
-      if (result.status === 409 || result.status === 404) ctx.onAction(message.turnId);
+      note = isTransient(result) ? `${problemText(result)} Send again to retry the same request.` : refusal(result);
+      if (result.status === 409 || result.status === 404) ctx.onAction(message.turnId, "refused");
     }
     handle?.update({ busy, serverErrors });
     showProblems();
@@ -169,12 +171,12 @@ export function formCard(initial, ctx) {
     if (result.ok) {
       note = "Declined. The agent continues…";
       drafts.clear();
-      ctx.onAction(message.turnId);
+      ctx.onAction(message.turnId, "declined");
     } else if (result.status === 404 && result.problem?.type?.endsWith("/route-not-found")) {
       note = "This server does not support declining forms.";
     } else {
-      note = problemText(result);
-      if (result.status === 409) ctx.onAction(message.turnId);
+      note = refusal(result);
+      if (result.status === 409 || result.status === 404) ctx.onAction(message.turnId, "refused");
     }
     handle?.update({ busy });
     showProblems();
@@ -233,12 +235,27 @@ export function formCard(initial, ctx) {
     );
   }
 
+  /** A form that names its answerers, seen in the conversation: it is filled in from their inbox ("Waiting
+   * for you"), where the requester's conversation need not be readable; here it says for whom it waits. */
+  function renderAssigned() {
+    const schema = schemaOf(message);
+    append(
+      node,
+      cardHeader("Form", message.status),
+      schemaHeading(schema),
+      peopleView(message),
+      el("p", { class: "card-hint" }, "They fill it in from their “Waiting for you” list."),
+      message.expiresAt ? el("p", { class: "card-deadline" }, "Answer before ", time(message.expiresAt)) : null,
+    );
+  }
+
   function render() {
     handle?.unmount();
     handle = null;
     clear(node);
     node.dataset.status = message.status;
-    if (message.status === "PENDING") renderPending();
+    if (message.status === "PENDING" && message.people && !ctx.answersHere) renderAssigned();
+    else if (message.status === "PENDING") renderPending();
     else renderReadOnly();
     showProblems();
   }
@@ -246,6 +263,11 @@ export function formCard(initial, ctx) {
   render();
   return {
     node,
+    /** Unmounts the live form (the inbox's dialog closes; the timeline keeps its cards). */
+    dispose() {
+      handle?.unmount();
+      handle = null;
+    },
     update(next) {
       const wasPending = message.status === "PENDING";
       message = next;
@@ -287,6 +309,8 @@ function argumentsView(message, parametersSchema) {
   );
 }
 
+const VERDICT_WORDS = { approve: "Approved by ", reject: "Rejected by ", answer: "Answered by " };
+
 /** A card several people answer: for whom it still waits, and each person's decision so far. */
 function peopleView(message) {
   const people = message.people;
@@ -304,7 +328,7 @@ function peopleView(message) {
             el(
               "li",
               {},
-              d.verdict === "reject" ? "Rejected by " : "Approved by ",
+              VERDICT_WORDS[d.verdict] || "Decided by ",
               el("span", { class: "actor" }, d.subject),
               d.at ? [" ", time(d.at)] : null,
             ),
