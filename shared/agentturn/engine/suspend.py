@@ -55,6 +55,7 @@ def _assignment(turn: Turn, approvers: Approvers | None, now: float) -> Assignme
         title=title_of(turn.input),
         remind_at=now + approvers.remind_after if approvers.remind_after is not None else None,
         escalate_at=now + approvers.escalate_after if approvers.escalate_after is not None else None,
+        deadline_at=now + approvers.deadline_after if approvers.deadline_after is not None else None,
     )
 
 
