@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -147,7 +148,7 @@ def services_from_env(
         s3_client=clients.s3,
         bucket=bucket,
         terminal_ttl_seconds=settings.terminal_ttl_seconds,
-        **({"clock": clock} if clock is not None else {}),
+        clock=clock or time.time,
     )
     memory = DynamoDBChatMemory(
         resources.conversations_table,
@@ -168,5 +169,5 @@ def services_from_env(
         settings=settings,
         listeners=live_listeners(environ),
         handoff_key=handoff_key_from_env(environ),
-        **({"clock": clock} if clock is not None else {}),
+        clock=clock or time.time,
     )
