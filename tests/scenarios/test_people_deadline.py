@@ -30,6 +30,7 @@ from agentturn import (
     TurnStatus,
     UserInputTool,
 )
+from agentturn.engine.clock import iso
 from agentturn.engine.events import EventType
 from agentturn.errors import RefusalReason
 from agentturn.state.approvers import DEADLINE_SUBJECT, DecisionSource
@@ -86,6 +87,11 @@ def test_the_deadline_approves_by_default_through_the_answer_path_and_is_recorde
     runner = backend.runner([agent])
     waiting = _start(runner, agent)
     runner.submit_resume(waiting.id, ResumeCommand.approve_tool("call-r").by(ANN))
+
+    # AND the card shows the deadline (the inbox orders by it)
+    people = waiting.suspensions[0].people
+    assert people is not None and people.deadline_at is not None
+    assert _approval(backend, waiting).expires_at == iso(people.deadline_at)
 
     # WHEN the sweeper runs just before the deadline THEN nothing happens
     backend.clock.advance(24 * HOUR - 1)
@@ -197,6 +203,7 @@ def test_the_deadline_escalates_after_an_earlier_escalation(backend: Backend) ->
     people = _approval(backend, waiting).people
     assert people is not None and people.approvers.groups == ("directors",)
     assert people.deadline_at is None and people.deadline_passed_at is not None
+    assert _approval(backend, waiting).expires_at is None  # no deadline left to show
     assert people.escalated_from is not None and people.escalated_from.groups == ("managers",)
     escalations = [e for e in backend.events if e.type is EventType.TURN_ESCALATED]
     assert len(escalations) == 2

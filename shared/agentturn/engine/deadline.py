@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from agentturn.engine.clock import iso
 from agentturn.state.approvers import (
     DEADLINE_SUBJECT,
     AtDeadline,
@@ -42,6 +43,14 @@ _VERDICTS: Final = {
     DeadlineAction.REJECT: Verdict.REJECT,
     DeadlineAction.ANSWER: Verdict.ANSWER,
 }
+
+
+def shown_deadline(suspension: Suspension) -> str | None:
+    """The deadline a card shows (and the inbox orders by): the earliest of the agent's input timeout and the
+    wait's own deadline still ahead, as ISO-8601 UTC; ``None`` when neither is set."""
+    people = suspension.people
+    times = [t for t in (suspension.expires_at, people.deadline_at if people is not None else None) if t is not None]
+    return iso(min(times)) if times else None
 
 
 def due_deadline(turn: Turn, now: float) -> tuple[Suspension, AtDeadline] | None:

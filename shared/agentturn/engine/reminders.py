@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentturn.engine.clock import iso
+from agentturn.engine.deadline import shown_deadline
 from agentturn.engine.events import EventType
 from agentturn.state.approvers import Approvers, Assignment, DeadlineAction, waiting_for
 from agentturn.state.turn import Turn
@@ -72,11 +73,14 @@ def due_people(turn: Turn, now: float) -> tuple[Turn, list[PeopleNotice]]:
         s.model_copy(update={"people": changed[s.correlation_id]}) if s.correlation_id in changed else s
         for s in updated.suspensions
     ]
+    waits = {s.correlation_id: s for s in updated.suspensions}
     for index, card in enumerate(updated.cards):
         if card.action_id in changed and card.status == "PENDING":
             # A new card version: the projection rewrites the card, and with it its entries in the inbox index
-            # (an escalated card leaves the earlier approvers' inboxes and enters the new group's).
+            # (an escalated card leaves the earlier approvers' inboxes and enters the new group's; one escalated at
+            # its deadline shows the deadline left, if any).
+            shown = shown_deadline(waits[card.action_id])
             updated.cards[index] = card.model_copy(
-                update={"people": changed[card.action_id], "version": card.version + 1}
+                update={"people": changed[card.action_id], "version": card.version + 1, "expires_at": shown}
             )
     return updated, notices
