@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from agentturn.ports.memory import ChatMemory, ChatMemoryProvider, InMemoryChatMemory
     from agentturn.ports.queue import InMemoryResumeQueue, ResumeMessage, ResumeQueue
     from agentturn.ports.store import InMemoryTurnStore, Lease, RunnableTurn, TurnStore
-    from agentturn.state.approvers import Approvers, Principal
+    from agentturn.state.approvers import Approvers, AtDeadline, DeadlineAction, Principal
     from agentturn.state.commands import ResumeCommand, ResumeKind
     from agentturn.state.messages import (
         AiMessage,
@@ -74,6 +74,8 @@ _LAZY: Final[dict[str, str]] = {
     "ApprovalStatus": "agentturn.state.messages",
     "ApprovalVerdict": "agentturn.agents.agent",
     "Approvers": "agentturn.state.approvers",
+    "AtDeadline": "agentturn.state.approvers",
+    "DeadlineAction": "agentturn.state.approvers",
     "Principal": "agentturn.state.approvers",
     "CardAction": "agentturn.state.messages",
     "ChatMemory": "agentturn.ports.memory",
@@ -160,12 +162,14 @@ __all__ = [
     "ApprovalStatus",
     "ApprovalVerdict",
     "Approvers",
+    "AtDeadline",
     "CardAction",
     "ChatMemory",
     "ChatMemoryProvider",
     "ChatModel",
     "ChatRequest",
     "ConversationBusyError",
+    "DeadlineAction",
     "Event",
     "EventType",
     "ExecutionPolicy",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentturn import Agent, ExecutionPolicy
+from agentturn import Agent, Approvers, ExecutionPolicy
 from agentturn.demo import demo_agents
 
 
@@ -156,11 +156,19 @@ def refund_desk_v2_without_refunds() -> list[Agent]:
 
 def people_agents() -> list[Agent]:
     """A refund agent whose refunds wait for two people of finance who are not the requester."""
+    return _refund_agents(Approvers(groups=("finance",), quorum=2, exclude_requester=True))
+
+
+def escalating_people_agents() -> list[Agent]:
+    """A refund agent whose refunds wait for one of finance, and move to managers after 4 hours."""
+    return _refund_agents(Approvers(groups=("finance",), escalate_after=4 * 3600.0, escalate_to="managers"))
+
+
+def _refund_agents(approvers: Approvers) -> list[Agent]:
     from typing import Any
 
     from agentturn import (
         AiMessage,
-        Approvers,
         ChatRequest,
         ScriptedChatModel,
         Tool,
@@ -177,9 +185,7 @@ def people_agents() -> list[Agent]:
         return AiMessage(tool_calls=[ToolCall(id="call-r", name="issue_refund", arguments={"amount": 4200})])
 
     def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
-        return ToolApprovalDecision.require_approval(
-            "refund over 1,000", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
-        )
+        return ToolApprovalDecision.require_approval("refund over 1,000", approvers=approvers)
 
     def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
         return {"refunded": arguments["amount"]}

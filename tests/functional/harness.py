@@ -26,6 +26,7 @@ from botocore.exceptions import EndpointConnectionError
 
 from agentturn.api.routes import ROUTES, RouteSpec
 from agentturn.aws.tables import TableNames, create_tables
+from agentturn.engine.clock import Clock
 from tests.support.emulators import Emulator, boto3_session_kwargs
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
@@ -188,8 +189,19 @@ def unique(prefix: str) -> str:
 class Deployment:
     """Tables, queue (+DLQ), bucket on moto; the Lambdas' environment; the handlers wired to them."""
 
-    def __init__(self, emulator: Emulator, monkeypatch: Any, *, max_receive_count: int = 3, fifo: bool = False) -> None:
+    def __init__(
+        self,
+        emulator: Emulator,
+        monkeypatch: Any,
+        *,
+        max_receive_count: int = 3,
+        fifo: bool = False,
+        clock: Clock | None = None,
+    ) -> None:
         self.emulator = emulator
+        self.monkeypatch = monkeypatch
+        #: The handlers' time (their store's and runners'): the system's, or one a test moves (``FakeClock``)
+        self.clock = clock
         kwargs = boto3_session_kwargs()
         self.dynamodb = boto3.client("dynamodb", endpoint_url=emulator.endpoint_url, **kwargs)
         self.sqs = boto3.client("sqs", endpoint_url=emulator.endpoint_url, **kwargs)
@@ -245,6 +257,22 @@ class Deployment:
         submit_app.api.use(None)
         worker_app.services.use(None)
         sweeper_app.services.use(None)
+        if self.clock is not None:
+            # Still built from this environment on first use, only with the injected clock; the module-level
+            # services are swapped back when the test ends (monkeypatch), so no later deployment inherits it.
+            from agentturn.api.lambdas import LazyServices
+            from agentturn.api.services import Services
+            from agentturn.api.wiring import services_from_env
+
+            clock = self.clock
+
+            def factory() -> Services:
+                return services_from_env(clock=clock)
+
+            run_app.api.use(factory)
+            submit_app.api.use(factory)
+            self.monkeypatch.setattr(worker_app, "services", LazyServices(factory))
+            self.monkeypatch.setattr(sweeper_app, "services", LazyServices(factory))
         self.run_app, self.submit_app, self.worker_app, self.sweeper_app = run_app, submit_app, worker_app, sweeper_app
 
     # ------------------------------------------------------------------ invoking the Lambdas

@@ -4,12 +4,15 @@ Lambda: one string ``"[finance oncall]"``)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from agentturn.ports.audit import fingerprint
+from agentturn.testing.clock import FakeClock
 from tests.functional.harness import Deployment, HttpResponse, http_event
+from tests.support.emulators import Emulator
 
 pytestmark = pytest.mark.integration
 
@@ -244,3 +247,52 @@ def test_ag_ui_resume_applies_the_same_rules(people: Deployment) -> None:
     # AND nothing changed: the card still waits for finance
     assert _version(people, turn_id) == version
     assert _get(people, ANN, "/inbox").json["items"][0]["turnId"] == turn_id
+
+
+BOSS = "boss-sub"
+GROUPS[BOSS] = "[managers]"
+HOUR = 3600.0
+
+
+@pytest.fixture
+def escalating(moto_server: Emulator, monkeypatch: pytest.MonkeyPatch) -> tuple[Deployment, FakeClock]:
+    """A deployment whose handlers read an injected clock, refunds waiting for finance, managers after 4 h."""
+    monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:escalating_people_agents")
+    clock = FakeClock(start=time.time())
+    return Deployment(moto_server, monkeypatch, clock=clock), clock
+
+
+def _stored(deployment: Deployment) -> list[dict[str, Any]]:
+    """Every item of the deployment's turn and conversation tables (the card, its inbox entries, the audit)."""
+    items: list[dict[str, Any]] = []
+    for table in (deployment.names.turns_table, deployment.names.conversations_table):
+        items += deployment.dynamodb.scan(TableName=table, ConsistentRead=True)["Items"]
+    return sorted(items, key=repr)
+
+
+def test_an_approver_of_the_group_a_card_escalated_away_from_gets_the_404_of_a_missing_card(
+    escalating: tuple[Deployment, FakeClock],
+) -> None:
+    deployment, clock = escalating
+    # GIVEN a refund waiting for finance, and the sweeper run after 4 h: the card escalated to managers
+    turn_id = _start(deployment)
+    clock.advance(4 * HOUR + 1)
+    deployment.sweeper()
+    assert [i["turnId"] for i in _get(deployment, BOSS, "/inbox").json["items"]] == [turn_id]
+    assert _get(deployment, ANN, "/inbox").json["items"] == []
+    before = _stored(deployment)
+
+    # WHEN finance's approver approves it, and approves an action that does not exist
+    late = _approve(deployment, ANN, turn_id, "k-ann")
+    missing = _approve(deployment, ANN, turn_id, "k-ann-2", action="no-such-call")
+
+    # THEN the same 404 problem+json for both (only the action's id differs), and nothing stored changed
+    assert late.status == missing.status == 404
+    assert late.headers["content-type"].startswith("application/problem+json")
+    assert late.json == {**missing.json, "detail": missing.json["detail"].replace("no-such-call", "call-r")}
+    assert _stored(deployment) == before
+
+    # WHEN a manager approves THEN it is accepted and the refund runs
+    assert _approve(deployment, BOSS, turn_id, "k-boss").status == 202
+    deployment.drain()
+    assert _get(deployment, REQUESTER, f"/turns/{turn_id}").json["status"] == "COMPLETED"

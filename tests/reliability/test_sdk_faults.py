@@ -40,7 +40,16 @@ from typing import Any, Final, Literal
 import boto3
 import pytest
 
-from agentturn import Agent, Approvers, ExecutionPolicy, MCPServer, ScriptedChatModel, ToolApprovalDecision, TurnStatus
+from agentturn import (
+    Agent,
+    Approvers,
+    AtDeadline,
+    ExecutionPolicy,
+    MCPServer,
+    ScriptedChatModel,
+    ToolApprovalDecision,
+    TurnStatus,
+)
 from agentturn.api.ownership import conversation_key
 from agentturn.api.sweeper import sweep
 from agentturn.api.telemetry import NullTelemetry
@@ -51,6 +60,7 @@ from agentturn.aws.turn_store import DynamoDBTurnStore
 from agentturn.demo import TicketLedger, demo_agents
 from agentturn.errors import StorageError
 from agentturn.mcp.calls import IDEMPOTENCY_META_KEY
+from agentturn.state.approvers import DEADLINE_SUBJECT
 from agentturn.state.messages import ApprovalMessage, FormMessage, ToolMessage
 from agentturn.state.turn import Turn
 from agentturn.timeline.repair import reconcile
@@ -78,7 +88,9 @@ ROUNDS: Final = 40
 INPUT_TIMEOUT: Final = 300.0
 GROUP: Final = "sdk fault seeds"
 
-Flow = Literal["form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui", "mcp", "quorum"]
+Flow = Literal[
+    "form_tool", "form_model", "cancel", "decline", "approval", "expiry", "mixed", "agui", "mcp", "quorum", "deadline"
+]
 FLOWS: Final[tuple[Flow, ...]] = (
     "form_tool",
     "form_model",
@@ -105,6 +117,8 @@ _INPUTS: Final[dict[Flow, tuple[str, str]]] = {
     "mcp": ("mcp-agent", "open a ticket about the login"),
     # A refund two people of finance approve, each with their own token (seeds of their own: QUORUM_SEEDS).
     "quorum": ("quorum-refund", "refund order O-1001"),
+    # The same refund, approved by one of finance and then by its deadline's default answer (the sweeper's).
+    "deadline": ("deadline-refund", "refund order O-1001"),
 }
 MCP_ANSWER: Final = {"system": "SSO", "urgent": True}
 QUORUM_SEEDS: Final = int(os.environ.get("AGENTTURN_QUORUM_FAULT_SEEDS", "12"))
@@ -166,7 +180,24 @@ def _agents(ledger: TicketLedger, mcp_url: str | None = None) -> list[Agent]:
             "two of finance", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
         ),
     )
-    return [*agents, timing_out, quorum]
+    # ... and once more approved at its deadline by default, whoever has not approved by then.
+    deadline = Agent(
+        "deadline-refund",
+        refunds.instructions,
+        refunds.chat_model,
+        tools=list(refunds.tools.values()),
+        approval_policy=lambda turn, call, tool: ToolApprovalDecision.require_approval(
+            "two of finance, or the deadline",
+            approvers=Approvers(
+                groups=("finance",),
+                quorum=2,
+                exclude_requester=True,
+                deadline_after=INPUT_TIMEOUT,
+                at_deadline=AtDeadline.approve(),
+            ),
+        ),
+    )
+    return [*agents, timing_out, quorum, deadline]
 
 
 @dataclass
@@ -359,6 +390,9 @@ class World:
         if self.flow == "quorum":
             self._two_approvers(turn)
             return
+        if self.flow == "deadline":
+            self._two_approvers(turn, APPROVERS[:1])  # the second approval is the deadline's
+            return
         suspension = turn.suspension
         assert suspension is not None
         action = suspension.correlation_id
@@ -383,9 +417,9 @@ class World:
         self._accepted(event, key, self.flow)
         self.acted = True
 
-    def _two_approvers(self, turn: Turn) -> None:
+    def _two_approvers(self, turn: Turn, approvers: tuple[str, ...] = APPROVERS) -> None:
         """Two people of finance approve, one after the other, each with their own token and key."""
-        for sub in APPROVERS:
+        for sub in approvers:
             key = f"client-{turn.id}-{sub}-quorum"
             event = http_event(
                 "http_approve.json",
@@ -646,6 +680,28 @@ def test_a_quorum_approval_under_sdk_faults_loses_doubles_and_strands_nothing(em
     records = world.timeline.decisions(turn.conversation_id, turn.created_at, turn.id)
     assert sorted(r.subject for r in records) == sorted(APPROVERS), f"{world.where}: audit {records}"
     record("sdk fault seeds (quorum)", seeds=1, lost=0, doubled=0, stuck=0)
+
+
+@pytest.mark.parametrize("seed", range(QUORUM_SEEDS), ids=lambda seed: f"deadline_seed_{seed}")
+def test_a_default_answer_at_the_deadline_under_sdk_faults_loses_doubles_and_strands_nothing(
+    emulators: Emulators, seed: int
+) -> None:
+    # GIVEN a refund waiting for two of finance or its deadline's approval, random SDK calls of the system failing
+    reference = _reference(emulators, "deadline", _REFERENCES)
+    assert reference.cards == ["APPROVED"] and reference.side_effects == 1
+    world = World(emulators, 20_000 + seed, "deadline")
+    # WHEN one approver answers (retrying 5xx) and the sweeper ticks past the deadline, faults and all
+    world.run()
+    # THEN the deadline's approval was applied once, through the answer path: the refund ran once
+    world.injector.enabled = False
+    (turn,) = [t for t in world.turns() if len(t.messages) > 1]
+    _check(world, reference)
+    (card,) = turn.cards
+    assert card.people is not None, world.where
+    assert [d.subject for d in card.people.decisions] == [APPROVERS[0], DEADLINE_SUBJECT], world.where
+    records = world.timeline.decisions(turn.conversation_id, turn.created_at, turn.id)
+    assert [r.subject for r in records] == [APPROVERS[0], DEADLINE_SUBJECT], f"{world.where}: audit {records}"
+    record("sdk fault seeds (deadline)", seeds=1, lost=0, doubled=0, stuck=0)
 
 
 def test_every_kind_of_fault_was_injected() -> None:

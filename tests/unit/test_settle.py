@@ -9,8 +9,9 @@ from agentturn.agents.agent import ToolApprovalDecision
 from agentturn.engine.settle import Settler
 from agentturn.engine.suspend import suspend_for_approval
 from agentturn.ports.store import Lease
+from agentturn.state.commands import ResumeCommand
 from agentturn.state.messages import AiMessage, ToolMessage
-from agentturn.state.turn import TurnPhase
+from agentturn.state.turn import Turn, TurnPhase
 from agentturn.timeline.identity import stamp
 
 
@@ -18,7 +19,10 @@ def settler(parts: Parts) -> Settler:
     def claim(turn_id: str) -> Lease | None:
         return parts.store.claim(turn_id, "sweeper", parts.lease_seconds)
 
-    return Settler(parts.store, parts.clock, claim, parts.writer, parts.sequencer)
+    def no_answers(turn_id: str, command: ResumeCommand) -> Turn:
+        raise AssertionError(f"no wait here has a default answer, yet {command.kind.value} was given to {turn_id!r}")
+
+    return Settler(parts.store, parts.clock, claim, parts.writer, parts.sequencer, no_answers)
 
 
 def waiting_for_approval(parts: Parts, policy: ExecutionPolicy) -> str:

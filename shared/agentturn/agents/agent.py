@@ -11,7 +11,7 @@ from agentturn.agents._signature import keyword_only_with_positional_fallback
 from agentturn.agents.tools import Tool, ToolSpec
 from agentturn.forms.definitions import REQUEST_USER_INPUT, UserInputTool
 from agentturn.ports.chat_model import ChatModel
-from agentturn.state.approvers import Approvers
+from agentturn.state.approvers import Approvers, DeadlineAction
 from agentturn.state.messages import ToolCall
 
 if TYPE_CHECKING:
@@ -85,6 +85,10 @@ class ToolApprovalDecision:
         :class:`~agentturn.state.approvers.Approvers`: users, groups, a quorum)."""
         if approvers is not None and not isinstance(approvers, Approvers):
             raise TypeError("approvers must be agentturn.Approvers")
+        at = approvers.at_deadline if approvers is not None else None
+        if at is not None and at.action is DeadlineAction.ANSWER:
+            # Checked when the wait is defined, never at the deadline: an approval's default is a verdict.
+            raise ValueError("an approval's default answer is AtDeadline.approve() or AtDeadline.reject(), not data")
         return cls(ApprovalVerdict.REQUIRE_APPROVAL, message, approvers)
 
     @classmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
+
+    from agentturn.engine.clock import Clock
 
 
 #: boto3's default session is not safe for concurrent client creation (the local server runs requests on threads).
@@ -126,7 +129,11 @@ def handoff_key_from_env(environ: Mapping[str, str] | None = None) -> Callable[[
     return no_handoff_key
 
 
-def services_from_env(environ: Mapping[str, str] | None = None, *, clients: AwsClients | None = None) -> Services:
+def services_from_env(
+    environ: Mapping[str, str] | None = None, *, clients: AwsClients | None = None, clock: Clock | None = None
+) -> Services:
+    """The services a Lambda builds from its environment; ``clock`` (tests: an injected one) is the store's and
+    the runners' time, else the system's."""
     from agentturn.aws.chat_memory import DynamoDBChatMemory
     from agentturn.aws.resume_queue import SqsResumeQueue
     from agentturn.aws.turn_store import DynamoDBTurnStore
@@ -141,6 +148,7 @@ def services_from_env(environ: Mapping[str, str] | None = None, *, clients: AwsC
         s3_client=clients.s3,
         bucket=bucket,
         terminal_ttl_seconds=settings.terminal_ttl_seconds,
+        clock=clock or time.time,
     )
     memory = DynamoDBChatMemory(
         resources.conversations_table,
@@ -161,4 +169,5 @@ def services_from_env(environ: Mapping[str, str] | None = None, *, clients: AwsC
         settings=settings,
         listeners=live_listeners(environ),
         handoff_key=handoff_key_from_env(environ),
+        clock=clock or time.time,
     )

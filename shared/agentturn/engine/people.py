@@ -8,10 +8,12 @@ decision that meets it is recorded and then applied as any answer is.
 
 from __future__ import annotations
 
+from agentturn.engine.deadline import deadline_decision, is_by_deadline
 from agentturn.errors import FormValidationError, InvalidResumeError, RefusalReason
 from agentturn.state.approvers import (
     Assignment,
     Decision,
+    DecisionSource,
     Verdict,
     approvals,
     permitting_groups,
@@ -47,16 +49,29 @@ def may_answer(suspension: Suspension, command: ResumeCommand) -> list[str] | No
     return permitting_groups(people.approvers, people.requested_by, principal)
 
 
-def admit(turn: Turn, suspension: Suspension, command: ResumeCommand, now_iso: str) -> Decision | None:
+def admit(turn: Turn, suspension: Suspension, command: ResumeCommand, now: float, now_iso: str) -> Decision | None:
     """The decision ``command`` records on a wait with approvers (``None`` for a wait without); raises when its
     answerer may not answer it, has decided on it already, or gives an answer a quorum cannot share."""
     people = suspension.people
     if people is None:
         return None
+    if is_by_deadline(command):
+        # The deadline's default answer (engine.deadline): admitted only as the wait's own, once it is due.
+        decision = deadline_decision(suspension, command, now, now_iso)
+        if decision is None:
+            raise not_found(turn, command.action_id)
+        return decision
     groups = may_answer(suspension, command)
     principal = command.answerer
     if groups is None or principal is None:
         raise not_found(turn, command.action_id)
+    if people.deadline_due(now):
+        # Past the wait's own deadline a person's answer is late (told only to those the card admits), as past the
+        # agent's input timeout, even before the sweeper acted: what happens now is Approvers.at_deadline's.
+        raise InvalidResumeError(
+            f"the deadline of action {suspension.correlation_id!r} of turn {turn.id!r} has passed",
+            reason=RefusalReason.INPUT_EXPIRED,
+        )
     if people.decided_by(principal.subject) is not None:
         raise InvalidResumeError(
             f"{principal.subject!r} already decided on action {suspension.correlation_id!r} of turn {turn.id!r}",
@@ -87,12 +102,19 @@ def admit(turn: Turn, suspension: Suspension, command: ResumeCommand, now_iso: s
             raise FormValidationError(
                 [{"path": "/arguments", "message": "a call several people approve runs with its arguments as shown"}]
             )
-    return Decision(subject=principal.subject, groups=groups, verdict=verdict, at=now_iso, reason=command.reason)
+    # Kept for the quorum rule after an escalation (state.approvers.counted): only the groups the card may move to.
+    also_in = sorted(principal.groups.intersection(people.approvers.later_groups()).difference(groups))
+    return Decision(
+        subject=principal.subject, groups=groups, verdict=verdict, at=now_iso, reason=command.reason, also_in=also_in
+    )
 
 
 def decides(people: Assignment, decision: Decision) -> bool:
-    """Whether ``decision``, added to those before it, settles the wait."""
-    after = [*people.decisions, decision]
+    """Whether ``decision``, added to those before it, settles the wait: by the decisions that count now
+    (``state.approvers.counted``, the quorum rule); a decision by the deadline settles it alone."""
+    if decision.source is DecisionSource.DEADLINE:
+        return True
+    after = people.model_copy(update={"decisions": [*people.decisions, decision]}).counted()
     if decision.verdict is Verdict.APPROVE:
         return approvals(after) >= people.approvers.quorum
     if decision.verdict is Verdict.REJECT:

@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agentturn.engine.clock import iso
+from agentturn.engine.deadline import shown_deadline
 from agentturn.engine.events import EventType
-from agentturn.state.approvers import Approvers, Assignment, waiting_for
+from agentturn.state.approvers import Approvers, Assignment, DeadlineAction, waiting_for
 from agentturn.state.turn import Turn
 
 
@@ -31,25 +32,31 @@ class PeopleNotice:
 
 def due_people(turn: Turn, now: float) -> tuple[Turn, list[PeopleNotice]]:
     """``turn`` with each due reminder and escalation of its waits applied (a copy; the same turn when none is
-    due), and the notices they make. An escalation due at the same sweep as a reminder supersedes it."""
+    due), and the notices they make. An escalation due at the same sweep as a reminder supersedes it; so does an
+    escalation at the deadline (``AtDeadline.escalate``), which also supersedes an earlier escalation not yet made.
+    """
     notices: list[PeopleNotice] = []
     changed: dict[str, Assignment] = {}
     for suspension in turn.suspensions:
         people = suspension.people
         if people is None:
             continue
-        if people.escalate_at is not None and now >= people.escalate_at:
-            moved = people.approvers.escalated()
-            people = people.model_copy(
-                update={
-                    "approvers": moved,
-                    "escalated_from": people.approvers,
-                    "escalated_at": iso(now),
-                    "escalate_at": None,
-                    "remind_at": None,
-                    "waiting_for": waiting_for(moved, people.decisions),
-                }
-            )
+        at = people.approvers.at_deadline
+        to_at_deadline = at.to if at is not None and at.action is DeadlineAction.ESCALATE else None
+        deadline = people.deadline_due(now) and to_at_deadline is not None
+        if deadline or (people.escalate_at is not None and now >= people.escalate_at):
+            moved = people.approvers.escalated(to_at_deadline if deadline else None)
+            update: dict[str, object] = {
+                "approvers": moved,
+                "escalated_from": people.approvers,
+                "escalated_at": iso(now),
+                "escalate_at": None,
+                "remind_at": None,
+                "waiting_for": waiting_for(moved, people.decisions, people.requested_by),
+            }
+            if deadline:
+                update.update({"deadline_at": None, "deadline_passed_at": iso(now)})
+            people = people.model_copy(update=update)
             notices.append(
                 PeopleNotice(EventType.TURN_ESCALATED, suspension.correlation_id, moved, people.escalated_from)
             )
@@ -66,11 +73,14 @@ def due_people(turn: Turn, now: float) -> tuple[Turn, list[PeopleNotice]]:
         s.model_copy(update={"people": changed[s.correlation_id]}) if s.correlation_id in changed else s
         for s in updated.suspensions
     ]
+    waits = {s.correlation_id: s for s in updated.suspensions}
     for index, card in enumerate(updated.cards):
         if card.action_id in changed and card.status == "PENDING":
             # A new card version: the projection rewrites the card, and with it its entries in the inbox index
-            # (an escalated card leaves the earlier approvers' inboxes and enters the new group's).
+            # (an escalated card leaves the earlier approvers' inboxes and enters the new group's; one escalated at
+            # its deadline shows the deadline left, if any).
+            shown = shown_deadline(waits[card.action_id])
             updated.cards[index] = card.model_copy(
-                update={"people": changed[card.action_id], "version": card.version + 1}
+                update={"people": changed[card.action_id], "version": card.version + 1, "expires_at": shown}
             )
     return updated, notices

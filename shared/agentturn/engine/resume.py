@@ -294,7 +294,7 @@ def apply_resume(turn: Turn, command: ResumeCommand, now: float) -> Turn:
     # Approvers (agentturn.engine.people): who may answer, and a decision that waits for others' is only recorded.
     if suspension.people is not None:
         _refuse_stale(turn, suspension, command.action_id)
-    decision = people.admit(turn, suspension, command, now_iso)
+    decision = people.admit(turn, suspension, command, now, now_iso)
     resumed = turn.deep_copy()
     if decision is not None:
         assert suspension.people is not None

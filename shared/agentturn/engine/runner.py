@@ -118,7 +118,7 @@ class Runner:
             (model_step, tool_step),
             self._memory,
         )
-        self._settler = Settler(self.store, clock, self._claim, self._writer, self._events)
+        self._settler = Settler(self.store, clock, self._claim, self._writer, self._events, self.submit_resume)
 
     def register(self, agent: Agent) -> None:
         """Make ``agent`` the one that continues turns of its id and version (same id + version = same agent)."""

@@ -6,13 +6,17 @@ from collections.abc import Callable
 
 from agentturn.engine.clock import Clock
 from agentturn.engine.conflicts import TryAgain, retry_on_conflict
+from agentturn.engine.deadline import default_answer, due_deadline
 from agentturn.engine.events import EventType
 from agentturn.engine.reminders import due_people
 from agentturn.engine.resume import expire_wait
 from agentturn.engine.sequencer import EventSequencer
 from agentturn.engine.turn_run import Run
 from agentturn.engine.turn_writer import TurnWriter
+from agentturn.errors import FormValidationError, InvalidResumeError
 from agentturn.ports.store import Lease, TurnStore
+from agentturn.state.approvers import AtDeadline, DeadlineAction
+from agentturn.state.commands import ResumeCommand
 from agentturn.state.turn import Suspension, SuspensionType, Turn, TurnStatus
 
 
@@ -24,12 +28,15 @@ class Settler:
         claim: Callable[[str], Lease | None],
         writer: TurnWriter,
         events: EventSequencer,
+        answer: Callable[[str, ResumeCommand], Turn],
     ) -> None:
         self._store = store
         self._clock = clock
         self._claim = claim
         self._writer = writer
         self._events = events
+        #: how a person's answer is submitted (``Runner.submit_resume``): the deadline's default answer takes it too
+        self._answer = answer
 
     def cancel(self, turn_id: str) -> Turn:
         """See :meth:`Runner.cancel`."""
@@ -75,6 +82,8 @@ class Settler:
                 return run.turn
             now = self._clock()
             expired = [s for s in turn.suspensions if s.is_expired(now)]
+            if not expired and (due := due_deadline(turn, now)) is not None:
+                return self._at_deadline(run, *due)
             if not expired:
                 # Reminders and escalations (engine.reminders): one conditional write; a racing answer's
                 # write makes this one fail, and the next round re-reads the turn it left.
@@ -109,6 +118,25 @@ class Settler:
             return run.turn
 
         return retry_on_conflict(turn_id, attempt)
+
+    def _at_deadline(self, run: Run, suspension: Suspension, at: AtDeadline) -> Turn:
+        """Cancel the turn, or give the wait's default answer (engine.deadline); an escalation at the deadline is
+        done with the other escalations."""
+        turn = run.turn
+        if at.action is DeadlineAction.CANCEL:
+            why = f"nobody settled {suspension.correlation_id!r} by its deadline"
+            self._writer.finish(run, TurnStatus.CANCELLED, "deadline_passed", why)
+            return run.turn
+        try:
+            return self._answer(turn.id, default_answer(suspension, at))
+        except InvalidResumeError:
+            # A person's answer (or a cancel) was saved first: the deadline has nothing left to decide.
+            return self._store.load(turn.id)
+        except FormValidationError:
+            # Checked when the form was defined; a default the frozen schema refuses now is never applied.
+            why = f"the default answer of {suspension.correlation_id!r} does not fit its form"
+            self._writer.finish(run, TurnStatus.CANCELLED, "deadline_answer_invalid", why)
+            return run.turn
 
 
 def _answerable(suspension: Suspension) -> bool:

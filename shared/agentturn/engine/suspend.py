@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from agentturn.agents.agent import ExecutionPolicy, ToolApprovalDecision
 from agentturn.engine.clock import iso
+from agentturn.engine.deadline import shown_deadline
 from agentturn.engine.redaction import REDACT_VALUES
 from agentturn.engine.rounds import waited_call_id
 from agentturn.errors import InvalidResumeError, RefusalReason
@@ -55,6 +56,7 @@ def _assignment(turn: Turn, approvers: Approvers | None, now: float) -> Assignme
         title=title_of(turn.input),
         remind_at=now + approvers.remind_after if approvers.remind_after is not None else None,
         escalate_at=now + approvers.escalate_after if approvers.escalate_after is not None else None,
+        deadline_at=now + approvers.deadline_after if approvers.deadline_after is not None else None,
     )
 
 
@@ -154,7 +156,7 @@ def _card(turn: Turn, suspension: Suspension) -> FormMessage | ApprovalMessage:
             arguments=suspension.arguments or {},
             arguments_fingerprint=suspension.arguments_fingerprint,
             message=suspension.message,
-            expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
+            expires_at=shown_deadline(suspension),
             people=suspension.people,
         )
     else:
@@ -165,7 +167,7 @@ def _card(turn: Turn, suspension: Suspension) -> FormMessage | ApprovalMessage:
             schema=suspension.metadata.get("schema") or {},
             input_target=suspension.input_target or "MODEL",
             tool_name=suspension.tool_name or "",
-            expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
+            expires_at=shown_deadline(suspension),
             people=suspension.people,
         )
     return place(turn, card)

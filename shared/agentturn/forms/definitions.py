@@ -7,9 +7,27 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentturn.agents.tools import Tool, ToolContext
-from agentturn.state.approvers import Approvers
+from agentturn.state.approvers import Approvers, DeadlineAction
 
 REQUEST_USER_INPUT = "request_user_input"
+
+
+def _check_default_answer(form_key: str, schema: dict[str, Any], approvers: Approvers) -> None:
+    """A form's default answer at the deadline is data its schema accepts, checked now by the one validator
+    that checks a person's answer; a verdict is no answer to a form."""
+    at = approvers.at_deadline
+    if at is None or not at.is_default_answer:
+        return
+    if at.action is not DeadlineAction.ANSWER or at.data is None:
+        raise ValueError(
+            f"form {form_key!r}: a form's default answer is AtDeadline.answer(data), not {at.action.value}"
+        )
+    from agentturn.forms.validation import validate_form_data
+
+    problems = validate_form_data(schema, at.data)
+    if problems:
+        listed = "; ".join(f"{p['path'] or '/'}: {p['message']}" for p in problems)
+        raise ValueError(f"form {form_key!r}: the default answer at the deadline does not fit the form ({listed})")
 
 
 class FormDefinition:
@@ -50,6 +68,7 @@ class FormDefinition:
             if approvers.quorum != 1:
                 # A form is filled in once: its answer is the data, not a vote.
                 raise ValueError(f"form {form_key!r}: a form is answered by one person (quorum=1)")
+            _check_default_answer(form_key, frozen, approvers)
         self._form_key = form_key
         self._description = description
         self._approvers = approvers

@@ -34,6 +34,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from pydantic import Field, JsonValue
 
+from agentturn.state.approvers import DecisionSource
 from agentturn.state.commands import ResumeCommand, ResumeKind
 from agentturn.state.messages import ApprovalMessage, FormMessage
 from agentturn.state.turn import Turn
@@ -63,6 +64,9 @@ class AuditRecord(WireModel):
     #: the card's status after this decision, and while it still waits, for whom
     outcome: str
     waiting_for: str | None = None
+    #: who decided: a person, or the wait's deadline giving its default answer (``subject`` is then
+    #: ``agentturn:deadline`` and ``groups`` is empty)
+    source: DecisionSource = DecisionSource.PERSON
 
 
 class ToolOutcome(StrEnum):
@@ -155,6 +159,7 @@ def audit_record(turn: Turn, command: ResumeCommand) -> AuditRecord | None:
         "tool_name": card.tool_name,
         "subject": answerer.subject,
         "groups": decision.groups if decision is not None else [],
+        "source": decision.source if decision is not None else DecisionSource.PERSON,
         "kind": command.kind,
         "reason": command.reason,
         "outcome": card.status.value,
