@@ -80,6 +80,31 @@ def mcp_task_agents() -> list[Agent]:
     return [Agent(id="mcp-task-agent", instructions="", chat_model=ScriptedChatModel(model), mcp_servers=[server])]
 
 
+def mcp_fastmcp_task_agents() -> list[Agent]:
+    """An agent whose tools are those of the FastMCP server with FastMCP's own Tasks extension
+    (:mod:`tests.support.mcp_task_server`); the person's words name the tool and its argument ("deploy api",
+    "report 3", "migrate", "crash"), and the model answers with the tool's text or error."""
+    import os
+
+    from agentturn import AiMessage, ChatRequest, MCPServer, ScriptedChatModel, ToolCall, ToolMessage
+
+    def model(request: ChatRequest) -> AiMessage:
+        last = request.messages[-1]
+        if isinstance(last, ToolMessage):
+            content = last.content if isinstance(last.content, dict) else {}
+            return AiMessage(content=str(content.get("text") or content.get("message") or content))
+        verb, _, rest = str(request.messages[0].content).partition(" ")
+        arguments: dict[str, object] = {}
+        if verb == "deploy":
+            arguments = {"service": rest}
+        elif verb == "report":
+            arguments = {"polls": int(rest)}
+        return AiMessage(tool_calls=[ToolCall(id="call-1", name=f"ops__{verb}", arguments=arguments)])
+
+    server = MCPServer(os.environ["AGENTTURN_TEST_MCP_URL"], name="ops", approve="none")
+    return [Agent(id="ops-agent", instructions="", chat_model=ScriptedChatModel(model), mcp_servers=[server])]
+
+
 # ------------------------------------------------------------------ deploys between a question and its answer
 
 #: What the refund desk asks for before it refunds: the form a turn of version 1 waits on.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
@@ -13,7 +13,7 @@ import pytest
 from agentturn.mcp.listing import clear_cache
 from tests.functional.harness import Deployment, http_event
 from tests.support import mcp_server
-from tests.support.cycle_cost import CapacityMeter, Tally
+from tests.support.cycle_cost import CapacityMeter, Tally, meter_lambdas
 from tests.support.mcp_server import RunningServer
 
 pytestmark = pytest.mark.integration
@@ -24,36 +24,6 @@ THREE_DAYS = 3 * 24 * 3600.0
 #: submit, worker); Lambda duration is left out (it depends on the memory size and the model's latency).
 HTTP_API_REQUEST_PRICE: Final = 1.00
 LAMBDA_REQUEST_PRICE: Final = 0.20
-
-
-def _metered(deployment: Deployment, meter: CapacityMeter) -> Callable[[], None]:
-    """The meter on the clients the Lambdas use now (each client once); returns the undo."""
-    clients: dict[int, tuple[Any, str]] = {}
-    for services in (
-        deployment.submit_app.api.services,
-        deployment.run_app.api.services,
-        deployment.worker_app.services.get(),
-    ):
-        clients[id(services.store.client)] = (services.store.client, "dynamodb")  # type: ignore[attr-defined]
-        clients[id(services.queue.client)] = (services.queue.client, "sqs")  # type: ignore[attr-defined]
-    hooks = []
-    for client, service in clients.values():
-        if service == "dynamodb":
-            meter.attach_dynamodb(client)
-            hooks += [
-                (client, "before-parameter-build.dynamodb", meter._ask_for_capacity),
-                (client, "before-send.dynamodb", meter._sent),
-                (client, "after-call.dynamodb", meter._answered),
-            ]
-        else:
-            meter.attach_sqs(client)
-            hooks.append((client, "before-send.sqs", meter._sqs_sent))
-
-    def undo() -> None:
-        for client, event, handler in hooks:
-            client.meta.events.unregister(event, handler)
-
-    return undo
 
 
 def _dollars_per_million(start: Tally, answer: Tally) -> tuple[float, float]:
@@ -102,7 +72,7 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
     )
     responses = []
     meter = CapacityMeter()
-    undo = _metered(deployment, meter)
+    undo = meter_lambdas(deployment, meter)
     try:
         start_requests = deployment.count_requests().during(lambda: responses.append(deployment.run(start_event)))
     finally:
@@ -148,7 +118,7 @@ def test_an_mcp_question_answered_three_days_later_is_retried_with_its_request_s
         assert response.status == 202, response.body
         assert deployment.deliver(deployment.receive()) == {"batchItemFailures": []}
 
-    undo = _metered(deployment, meter)
+    undo = meter_lambdas(deployment, meter)
     try:
         requests = log.during(answer_and_work)
     finally:

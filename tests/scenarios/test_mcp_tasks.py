@@ -1,8 +1,9 @@
 """MCP's Tasks extension (``io.modelcontextprotocol/tasks``): a call the server answers with a task is followed
 with no worker waiting, polled at the server's ``pollIntervalMs`` by a new process each time (the clock injected,
 no sleeps), asks a person through the same cards as an input round, and ends as the task ends, or at its ttlMs.
-The server is the hand-written ``/scripted`` endpoint of :mod:`tests.support.mcp_server` (FastMCP 4 serves tasks
-only through a separate package this machine does not have): each request gets the next scripted answer."""
+The server is the hand-written ``/scripted`` endpoint of :mod:`tests.support.mcp_server`, each request getting
+the next scripted answer, for the cases a real server does not produce on demand; FastMCP's own tasks extension is
+tested end to end in :mod:`tests.functional.test_mcp_fastmcp_tasks`."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -28,7 +29,7 @@ from agentturn.api.services import Services
 from agentturn.api.telemetry import NullTelemetry
 from agentturn.api.wiring import AwsClients, services_from_env
 from agentturn.api.worker import SqsWorker
-from tests.functional.harness import DEFAULT_SUB, FakeLambdaContext, HttpResponse, http_event, sqs_event
+from tests.functional.harness import DEFAULT_SUB, Deployment, FakeLambdaContext, HttpResponse, http_event, sqs_event
 
 #: Operations that accept ``ReturnConsumedCapacity``.
 _METERED: Final = frozenset(
@@ -267,3 +268,33 @@ class ProductionCycle:
         assert final.status == 200, final.body
         view: dict[str, Any] = final.json
         return view
+
+
+def meter_lambdas(deployment: Deployment, meter: CapacityMeter) -> Callable[[], None]:
+    """The meter on the clients the Lambdas use now (each client once); returns the undo."""
+    clients: dict[int, tuple[Any, str]] = {}
+    for services in (
+        deployment.submit_app.api.services,
+        deployment.run_app.api.services,
+        deployment.worker_app.services.get(),
+    ):
+        clients[id(services.store.client)] = (services.store.client, "dynamodb")  # type: ignore[attr-defined]
+        clients[id(services.queue.client)] = (services.queue.client, "sqs")  # type: ignore[attr-defined]
+    hooks = []
+    for client, service in clients.values():
+        if service == "dynamodb":
+            meter.attach_dynamodb(client)
+            hooks += [
+                (client, "before-parameter-build.dynamodb", meter._ask_for_capacity),
+                (client, "before-send.dynamodb", meter._sent),
+                (client, "after-call.dynamodb", meter._answered),
+            ]
+        else:
+            meter.attach_sqs(client)
+            hooks.append((client, "before-send.sqs", meter._sqs_sent))
+
+    def undo() -> None:
+        for client, event, handler in hooks:
+            client.meta.events.unregister(event, handler)
+
+    return undo

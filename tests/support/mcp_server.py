@@ -296,16 +296,17 @@ class RunningServer:
     stop: Callable[[], None]
 
 
-def start(port: int = 0, recorder: Recorder | None = None) -> RunningServer:
+def start(port: int = 0, recorder: Recorder | None = None, app: FastMCP | None = None) -> RunningServer:
     """The server on ``port`` (0: any free one); a restart passes the port and recorder of the one it replaces
-    (a new process: a new request-state key, so the states the old one gave no longer verify)."""
+    (a new process: a new request-state key, so the states the old one gave no longer verify). ``app`` serves
+    another FastMCP server than :func:`build_app`'s (:mod:`tests.support.mcp_task_server`), recorded alike."""
     recorder = recorder if recorder is not None else Recorder()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
-    app = recording(build_app().http_app(), recorder)
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
+    asgi = recording((app if app is not None else build_app()).http_app(), recorder)
+    config = uvicorn.Config(asgi, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -21,6 +21,7 @@ from agentturn.mcp.calls import (
     DEFAULT_POLL_SECONDS,
     MIN_POLL_SECONDS,
     TASK_CALL_CAPABILITIES,
+    TASKS_EXTENSION,
     ToolError,
     complete,
     next_round,
@@ -32,6 +33,9 @@ from agentturn.mcp.transport import MCPError, send
 
 _log = logging.getLogger("agentturn.mcp")
 
+#: what ``tasks/update`` and ``tasks/cancel`` declare: the extension alone (SEP-2663: a server MUST refuse any
+#: ``tasks/*`` request whose per-request capabilities lack it, with -32021, as FastMCP's tasks extension does)
+TASK_METHOD_CAPABILITIES: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 #: what a task's status may be (SEP-2663)
 WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = "working", "input_required", "completed", "failed", "cancelled"
 
@@ -92,7 +96,13 @@ def follow_task(
         }
         # Acknowledged at once, applied eventually: the poll below may still show the question, which is why
         # keys already answered are never asked again (the server must not reuse them, SEP-2663).
-        send(server, "tasks/update", {"taskId": task_id, "inputResponses": responses}, name=task_id)
+        send(
+            server,
+            "tasks/update",
+            {"taskId": task_id, "inputResponses": responses},
+            capabilities=TASK_METHOD_CAPABILITIES,
+            name=task_id,
+        )
         stored = {**stored, "answered": [*stored.get("answered", []), *responses]}
     task = send(server, "tasks/get", {"taskId": task_id}, capabilities=TASK_CALL_CAPABILITIES, name=task_id)
     status = task.get("status")
@@ -132,6 +142,6 @@ def _ask(signal: InputRoundRequired, task_id: str, poll: float, answered: set[st
 def cancel_task(server: MCPServer, task_id: str) -> None:
     """Ask the server to stop a task nobody waits for any more (best effort)."""
     try:
-        send(server, "tasks/cancel", {"taskId": task_id}, name=task_id)
+        send(server, "tasks/cancel", {"taskId": task_id}, capabilities=TASK_METHOD_CAPABILITIES, name=task_id)
     except MCPError as exc:
         _log.warning("MCP server %r: tasks/cancel of %r failed: %s", server.name, task_id, exc)
