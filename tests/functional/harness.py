@@ -245,6 +245,15 @@ class Deployment:
         self.requests = RequestLog()
         self._import_handlers()
 
+    def move_tables_to(self, emulator: Emulator) -> None:
+        """The tables on ``emulator`` from now on (DynamoDB Local: AWS's own implementation, whose consumed
+        capacity is DynamoDB's, where moto's is not), the queue and bucket where they are; the handlers are imported
+        again (a cold start) so that their clients see it."""
+        self.dynamodb = boto3.client("dynamodb", endpoint_url=emulator.endpoint_url, **boto3_session_kwargs())
+        create_tables(self.dynamodb, self.names)
+        self.monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", emulator.endpoint_url)
+        self._import_handlers()
+
     def _import_handlers(self) -> None:
         import functions.run.app as run_app
         import functions.submit.app as submit_app

@@ -15,10 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-import boto3
 import pytest
 
-from agentturn.aws.tables import create_tables
 from agentturn.mcp.listing import clear_cache
 from agentturn.mcp.server import MCPServer
 from agentturn.mcp.tasks import TASK_METHOD_CAPABILITIES
@@ -26,7 +24,7 @@ from agentturn.mcp.transport import send
 from tests.functional.harness import Deployment, http_event
 from tests.support import mcp_task_server
 from tests.support.cycle_cost import READ_UNIT_PRICE, SQS_REQUEST_PRICE, WRITE_UNIT_PRICE, CapacityMeter, meter_lambdas
-from tests.support.emulators import Emulator, boto3_session_kwargs
+from tests.support.emulators import Emulator
 from tests.support.mcp_server import RunningServer
 
 pytestmark = pytest.mark.integration
@@ -243,11 +241,7 @@ def measured_deployment(
 ) -> Deployment:
     """The deployment with its tables on DynamoDB Local (AWS's own implementation, whose consumed capacity is
     DynamoDB's; moto's is not), SQS still on moto."""
-    create_tables(
-        boto3.client("dynamodb", endpoint_url=dynamodb_local.endpoint_url, **boto3_session_kwargs()),
-        ops_deployment.names,
-    )
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_local.endpoint_url)
+    ops_deployment.move_tables_to(dynamodb_local)
     _new_processes(ops_deployment)
     return ops_deployment
 

@@ -14,6 +14,7 @@ from agentturn.mcp.listing import clear_cache
 from tests.functional.harness import Deployment, http_event
 from tests.support import mcp_server
 from tests.support.cycle_cost import CapacityMeter, Tally, meter_lambdas
+from tests.support.emulators import Emulator
 from tests.support.mcp_server import RunningServer
 
 pytestmark = pytest.mark.integration
@@ -40,11 +41,15 @@ def desk() -> Iterator[RunningServer]:
 
 
 @pytest.fixture
-def mcp_deployment(deployment: Deployment, desk: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Deployment:
+def mcp_deployment(
+    deployment: Deployment, desk: RunningServer, dynamodb_local: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> Deployment:
     monkeypatch.setenv("AGENTTURN_AGENTS", "tests.functional.agents:mcp_agents")
     monkeypatch.setenv("AGENTTURN_TEST_MCP_URL", desk.url)
     clear_cache()
-    deployment._import_handlers()  # the handlers read the agents setting on their next (cold) invocation
+    # The cycle's capacity units are measured: the tables are on DynamoDB Local (moto's consumed capacity is not
+    # DynamoDB's). The handlers read the agents setting on their next (cold) invocation.
+    deployment.move_tables_to(dynamodb_local)
     return deployment
 
 
