@@ -243,3 +243,31 @@ def test_channels_are_per_owner_and_conversation_and_only_for_usable_subjects() 
     # AND the runtime's conversation id splits at its last "/" (subjects may hold one; conversation ids not)
     assert channel_of("alice/chat-1") == (channel_for("alice", "chat-1"), "chat-1")
     assert channel_of("no-owner") is None
+
+
+def test_a_form_cycle_is_two_messages_the_wait_and_the_end() -> None:
+    # GIVEN a feed whose timers the test fires, and an agent that asks for a form at once
+    clock = FakeClock()
+    publisher = RecordingPublisher()
+    schedule = ManualSchedule(clock)
+    form = FormDefinition("refund", "which order", {"type": "object", "properties": {"o": {"type": "string"}}})
+    ask = ToolCall(id="ask", name="request_user_input", arguments={"formKey": "refund"})
+    model = ScriptedChatModel([AiMessage(content="", tool_calls=[ask]), AiMessage(content="refunded")])
+    agent = Agent(id="desk", instructions="", chat_model=model, tools=[UserInputTool(forms=[form])])
+    feed = LiveFeed(publisher, channel_of, clock=clock, schedule=schedule)
+    runner = Runner(InMemoryTurnStore(clock=clock), InMemoryChatMemory(), [agent], [feed], clock=clock)
+
+    # WHEN the turn waits, the person's answer is saved (by their request), a second passes before a worker
+    # takes it (every held timer fired), and the worker ends it
+    waiting = runner.run(agent, "alice/desk", "refund my order")
+    runner.submit_resume(waiting.id, ResumeCommand.submit_form("ask", {"o": "O-1"}))
+    clock.advance(1.0)
+    schedule.fire_due()
+    assert runner.run_turn(waiting.id).status is TurnStatus.COMPLETED
+
+    # THEN the channel got two messages: the save that made it wait, and the one that ended it (the start and
+    # the answer were told by the requests that made them; the phases were over within the window)
+    assert [(m.type, getattr(m, "status", None)) for m in publisher.messages()] == [
+        ("timeline", "WAITING_FOR_USER"),
+        ("timeline", "COMPLETED"),
+    ]

@@ -10,7 +10,8 @@ the feed tells only what a page cannot work out itself, and coalesces the rest:
   a page reading on it sees the entries. Only for a save that projected new entries, or that leaves the
   turn waiting or ended with a status it did not have; a save that leaves it waiting or ended goes at once
   and replaces whatever was held (the timeline then holds all of it). A save that only queues the turn
-  (READY: a start, an answer) is told by the request that made it, to the page that made it: not pushed;
+  (READY: a start) or that takes a person's answer and runs on is told by the request that made it, to the
+  page that made it: not pushed;
 - ``status``: thinking (a model call), running (a tool), or queued again after a failed attempt (a retry
   with a backoff); held ``status_window`` seconds, so that a phase that ends sooner (a scripted model, a
   quick tool) is never pushed, and a status equal to the last one told is not told again;
@@ -222,6 +223,11 @@ class LiveFeed:
         kind = event.type
         if kind is EventType.MODEL_TEXT_DELTA:
             self._hold_text(held, event, now)
+        elif kind is EventType.MODEL_COMPLETED:
+            # The reply is whole: no longer a stream to keep up with. The save that holds it comes next (or a
+            # tool starts): what is held waits for it, up to a status window.
+            if held.text:
+                held.text_due = max(held.text_due, now + self.status_window)
         elif kind is EventType.MODEL_STARTED:
             held.call_started = now
             self._hold_phase(held, ("thinking", None), now)
@@ -232,6 +238,10 @@ class LiveFeed:
             self._hold_phase(held, ("queued", None), now)
         elif kind is EventType.SNAPSHOT_SAVED:
             return self._hold_save(held, event, now)
+        elif kind is EventType.INPUT_SUBMITTED and not event.data.get("queued"):
+            # The save before it was a person's answer, made by their request: their page shows it, and reads
+            # the answer of that request. Other pages see it with the turn's next notice.
+            held.save, held.save_due = None, float("inf")
         elif kind is EventType.TURN_SUSPENDED or kind in _TERMINAL:
             # Told by the save before it (its status): what the turn was doing is over.
             held.told_phase = held.phase = None
@@ -275,7 +285,8 @@ class LiveFeed:
             held.phase_due = held.save_due = held.text_due = float("inf")
             held.save, held.text = None, ""
             return notice
-        if projected:
+        if projected and status != "READY":
+            # READY: a start or an answer, saved by the request that the page which made it reads the answer of.
             held.save = (version, status)
             held.save_due = min(held.save_due, now + self.status_window)
         return None
