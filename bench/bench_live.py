@@ -5,7 +5,8 @@ For each repeat, a fresh conversation; the bench clicks Send and reads the page'
 (``performance.now()``):
 
 * **submit → first token**: from the click to the first streamed piece shown (``agentturn:first-delta``);
-* **start → first token**: from the turn's ``queued`` status (the turn exists) to the first piece;
+* **start → first token**: from the turn's ``createdAt`` (the server's clock: the turn exists) to the first
+  piece (the page's ``performance.timeOrigin`` plus its mark: one machine, one clock);
 * the same first-token time with the live socket killed (the console polls), where the first text shown is
   the whole saved reply.
 
@@ -15,9 +16,13 @@ overhead of the path: handler, publish, local AppSync stand-in, socket, renderin
 
 It also counts the publishes of one turn of each kind (a WebSocket subscriber of the dev server counts the
 messages on the conversation's channel: one message per publish) and the notices, and prices them at list
-prices per million cycles.
+prices per million cycles, with the notices on (``AgentTurn(notices=True)``, the default) and off.
 
-    python -m bench.bench_live [--repeats 8] [--first-delay 1.0] [--piece-delay 0.05] [--out bench/results/live.json]
+``--before PATH`` measures another checkout first (e.g. ``git archive`` of the commit before a change,
+unpacked), with its own server and console, in the same run: both sides, and the ratios after / before.
+
+    python -m bench.bench_live [--repeats 8] [--first-delay 1.0] [--piece-delay 0.05] [--before PATH]
+                               [--out bench/results/live.json]
 """
 
 from __future__ import annotations
@@ -48,7 +53,17 @@ TICKET = "create a high priority login incident ticket"
 FORM = {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}
 
 
-def _first_token(page: Any, conversation: str, agent: str, *, live: bool) -> dict[str, float]:
+def _created_at_ms(dev: DevProcess, conversation: str) -> float:
+    """When the conversation's last turn was created (epoch ms, the server's clock)."""
+    from datetime import datetime
+
+    _, timeline = dev.request("GET", f"/conversations/{conversation}/messages")
+    turn_id = timeline["messages"][-1]["turnId"]
+    _, turn = dev.request("GET", f"/turns/{turn_id}")
+    return datetime.fromisoformat(turn["createdAt"].replace("Z", "+00:00")).timestamp() * 1000
+
+
+def _first_token(page: Any, dev: DevProcess, conversation: str, agent: str, *, live: bool) -> dict[str, float]:
     # A new query each time: a change of the hash alone would keep the page (and its conversation).
     page.goto(f"/?agent={agent}&run={conversation}#c={conversation}")
     page.wait_for_function("(agent) => document.querySelector('#agent').value === agent", arg=agent)
@@ -60,13 +75,12 @@ def _first_token(page: Any, conversation: str, agent: str, *, live: bool) -> dic
     page.locator("#send").click()
     if live:
         page.wait_for_function("performance.getEntriesByName('agentturn:first-delta').length > 0", timeout=60_000)
-        marks = page.evaluate(
-            "() => Object.fromEntries(['agentturn:first-delta', 'agentturn:queued']"
-            ".map((n) => [n, performance.getEntriesByName(n)[0]?.startTime ?? null]))"
+        first, origin = page.evaluate(
+            "() => [performance.getEntriesByName('agentturn:first-delta')[0].startTime, performance.timeOrigin]"
         )
-        first, queued = marks["agentturn:first-delta"], marks["agentturn:queued"]
-        page.wait_for_function("document.querySelector('#turn-status').textContent.includes('done')", timeout=60_000)
-        return {"submit_to_first_token_ms": first - clicked, "start_to_first_token_ms": first - queued}
+        page.wait_for_function("document.querySelector('#turn-status').dataset.status === 'COMPLETED'", timeout=60_000)
+        created = _created_at_ms(dev, conversation)
+        return {"submit_to_first_token_ms": first - clicked, "start_to_first_token_ms": origin + first - created}
     page.wait_for_function(
         "document.querySelectorAll('[data-testid=ai-message]').length > 0", timeout=60_000, polling=10
     )
@@ -189,15 +203,8 @@ def _summary(samples: list[float]) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=8)
-    parser.add_argument("--first-delay", type=float, default=1.0)
-    parser.add_argument("--piece-delay", type=float, default=0.05)
-    parser.add_argument("--connection-minutes", type=float, default=2.0)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "live.json")
-    args = parser.parse_args()
-
+def _measure(tree: Path, args: argparse.Namespace, label: str) -> dict[str, Any]:
+    """Everything, against ``agentturn dev`` (and its console) from the checkout ``tree``."""
     from playwright.sync_api import sync_playwright
 
     env = {
@@ -205,22 +212,23 @@ def main() -> None:
         "BENCH_LIVE_FIRST_DELAY": str(args.first_delay),
         "BENCH_LIVE_PIECE_DELAY": str(args.piece_delay),
     }
-    log = REPO / ".artifacts" / "bench-live-dev.log"
-    dev = DevProcess(free_port(), log, args=["--quiet"], env=env)
-    dev.base_env = {"PYTHONPATH": os.pathsep.join([str(REPO / "shared"), str(REPO)])}
+    log = REPO / ".artifacts" / f"bench-live-dev-{label}.log"
+    dev = DevProcess(free_port(), log, args=["--quiet"], env=env, cwd=tree)
+    dev.base_env = {"PYTHONPATH": os.pathsep.join([str(tree / "shared"), str(tree)])}
     dev.start()
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-            context = browser.new_context(base_url=dev.url)
+            context = browser.new_context(base_url=dev.url, bypass_csp=True)  # its string predicates are eval()ed
             page = context.new_page()
             live = [
-                _first_token(page, f"bench-{uuid.uuid4().hex[:8]}", "streamer", live=True) for _ in range(args.repeats)
+                _first_token(page, dev, f"bench-{uuid.uuid4().hex[:8]}", "streamer", live=True)
+                for _ in range(args.repeats)
             ]
             polled_page = context.new_page()
             polled_page.route_web_socket("**/event/realtime", lambda ws: ws.close())
             polled = [
-                _first_token(polled_page, f"bench-{uuid.uuid4().hex[:8]}", "streamer", live=False)
+                _first_token(polled_page, dev, f"bench-{uuid.uuid4().hex[:8]}", "streamer", live=False)
                 for _ in range(max(3, args.repeats // 2))
             ]
             browser.close()
@@ -231,8 +239,9 @@ def main() -> None:
     delay_ms = args.first_delay * 1000
     submit = [s["submit_to_first_token_ms"] for s in live]
     start = [s["start_to_first_token_ms"] for s in live]
-    results = {
-        "model": {"first_delay_s": args.first_delay, "piece_delay_s": args.piece_delay, "piece_chars": 4},
+    cycle = publishes["form_cycle_total"]
+    return {
+        "tree": str(tree),
         "live": {
             "submit_to_first_token_ms": _summary(submit),
             "start_to_first_token_ms": _summary(start),
@@ -243,11 +252,59 @@ def main() -> None:
             "submit_to_first_text_ms": _summary([s["submit_to_first_text_ms"] for s in polled]),
         },
         "publishes": publishes,
-        "cost_per_million_form_cycles": _cost(
-            publishes["form_cycle_total"], publishes["form_cycle_notices"], args.connection_minutes
-        ),
-        "assumed_connection_minutes_per_cycle": args.connection_minutes,
+        "cost_per_million_form_cycles": {
+            "notices_on": _cost(cycle, publishes["form_cycle_notices"], args.connection_minutes),
+            "notices_off": _cost(cycle, 0, args.connection_minutes),
+        },
     }
+
+
+def _ratios(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
+    """after / before, for the figures that the change is about."""
+
+    def ratio(path: tuple[str, ...]) -> float:
+        a: Any = after
+        b: Any = before
+        for key in path:
+            a, b = a[key], b[key]
+        return round(float(a) / float(b), 3) if b else float("nan")
+
+    return {
+        "form_cycle_publishes": ratio(("publishes", "form_cycle_total")),
+        "streamed_text_turn_publishes": ratio(("publishes", "streamed_text_turn", "total")),
+        "usd_per_million_cycles_notices_on": ratio(
+            ("cost_per_million_form_cycles", "notices_on", "total_usd_per_million_cycles")
+        ),
+        "submit_to_first_token_median": ratio(("live", "submit_to_first_token_ms", "median")),
+        "start_to_first_token_median": ratio(("live", "start_to_first_token_ms", "median")),
+    }
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=8)
+    parser.add_argument("--first-delay", type=float, default=1.0)
+    parser.add_argument("--piece-delay", type=float, default=0.05)
+    parser.add_argument("--connection-minutes", type=float, default=2.0)
+    parser.add_argument("--before", type=Path, default=None, help="another checkout, measured first in this run")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "live.json")
+    args = parser.parse_args()
+
+    results: dict[str, Any] = {
+        "model": {"first_delay_s": args.first_delay, "piece_delay_s": args.piece_delay, "piece_chars": 4},
+        "assumed_connection_minutes_per_cycle": args.connection_minutes,
+        "load_average_at_start": _load(),
+    }
+    if args.before is not None:
+        results["before"] = _measure(args.before.resolve(), args, "before")
+    results["after"] = _measure(REPO, args, "after")
+    results["load_average_at_end"] = _load()
+    if args.before is not None:
+        results["ratios_after_over_before"] = _ratios(results["before"], results["after"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

@@ -164,4 +164,4 @@ def test_a_turn_completes_while_every_publish_is_refused(appsync: AppSyncDouble)
     # THEN it completed, and each failed publish was counted
     assert turn.status is TurnStatus.COMPLETED
     assert len(failures) == len(appsync.received) > 0
-    assert "delta" in failures
+    assert "timeline" in failures

@@ -38,7 +38,8 @@ const { connection } = await within(20000, follow(channelFor(DEV_USER, conversat
 
 // A form cycle: the turn waits for the ticket form, the person submits it, the worker finishes the turn.
 const started = await call("POST", `/conversations/${conversation}/turns`, {
-  agentId: "support-agent",
+  // An agent whose model and tool each outlast the live feed's status window: its statuses are pushed too.
+  agentId: process.env.AGENT_ID || "support-agent",
   input: "create a high priority login incident ticket",
 });
 result.started = started.body.status;

@@ -6,6 +6,7 @@ deployment uses for its own agents.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Final
 
 from agentturn import (
@@ -22,11 +23,15 @@ from agentturn import (
 )
 from agentturn.agents.agent import ToolApprovalDecision
 from agentturn.demo import demo_agents
-from agentturn.demo.agents import DEMO_LABEL
+from agentturn.demo.agents import DEMO_LABEL, demo_model
 from agentturn.ports.chat_model import ChatRequest
 
 HOSTILE_AGENT_ID: Final = "hostile-agent"
 SLOW_WRITER_ID: Final = "slow-writer"
+#: The support agent, with a model that takes 0.6 s to answer and a ticket tool that works 0.6 s: each phase
+#: lasts longer than the live feed's status window (0.25 s), so a watching page is told of both.
+SLOW_SUPPORT_ID: Final = "slow-support"
+SLOW_PHASE_SECONDS: Final = 0.6
 #: What the slow writer answers, 4 characters every 80 ms after 0.5 s (a model's latency): ~3.5 s of streaming.
 SLOW_ANSWER: Final = (
     "Streaming, one piece at a time: the console shows each piece as it arrives, then the saved reply "
@@ -195,6 +200,25 @@ def _expense_model(request: ChatRequest) -> AiMessage:
     return AiMessage(tool_calls=[ToolCall(id="call-e", name="book_expense", arguments={"amount": 380})])
 
 
+def _slow_support() -> Agent:
+    support = next(agent for agent in demo_agents() if agent.id == "support-agent")
+    ticket = support.tools["create_support_ticket"]
+
+    def slowly(arguments: dict[str, Any]) -> Any:
+        time.sleep(SLOW_PHASE_SECONDS)  # a tool's own work, not a wait for the test
+        return ticket.function(arguments)
+
+    return Agent(
+        id=SLOW_SUPPORT_ID,
+        instructions=support.instructions,
+        chat_model=ScriptedChatModel(demo_model, first_delay=SLOW_PHASE_SECONDS),
+        tools=[
+            *(tool for name, tool in support.tools.items() if name != "create_support_ticket"),
+            Tool(ticket.name, ticket.description, slowly, parameters=ticket.parameters, idempotent=ticket.idempotent),
+        ],
+    )
+
+
 def e2e_agents() -> list[Agent]:
     hostile = Agent(
         id=HOSTILE_AGENT_ID,
@@ -239,4 +263,4 @@ def e2e_agents() -> list[Agent]:
         chat_model=ScriptedChatModel(_expense_model),
         tools=[Tool("book_expense", "Book an expense", _book_expense, parameters=EXPENSE_PARAMETERS)],
     )
-    return [*demo_agents(), hostile, slow, labelled, decisions, finance, expense]
+    return [*demo_agents(), hostile, slow, labelled, decisions, finance, expense, _slow_support()]

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import pytest
 
+from tests.e2e.agents import SLOW_SUPPORT_ID
 from tests.e2e.conftest import ROOT, DevProcess, free_port
 
 AMPLIFY: Final = ROOT / "tests" / "amplify"
@@ -32,13 +33,16 @@ def _require_amplify() -> None:
 
 
 def test_an_amplify_page_follows_a_form_cycle_and_its_publish_settles(tmp_path: Path) -> None:
-    # GIVEN agentturn dev (the demo agents) and its Amplify endpoint
+    # GIVEN agentturn dev (the demo agents and the test agents) and its Amplify endpoint
     _require_amplify()
     server = DevProcess(
         free_port(),
         tmp_path / "dev.log",
         args=["--events-port", "0", "--quiet"],
-        base_env={"PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)])},
+        base_env={
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)]),
+            "AGENTTURN_AGENTS": "tests.e2e.agents:e2e_agents",
+        },
     ).start()
     try:
         _, info = server.request("GET", "/_dev/info")
@@ -52,6 +56,8 @@ def test_an_amplify_page_follows_a_form_cycle_and_its_publish_settles(tmp_path: 
             "API": server.url.rstrip("/"),
             "DEV_USER": info["defaultUser"],
             "OTHER_USER": "bob",
+            # Its model and tool each take longer than the live feed's status window: statuses are pushed.
+            "AGENT_ID": SLOW_SUPPORT_ID,
         }
         run = subprocess.run(
             ["node", "run.mjs"], cwd=AMPLIFY, env=env, capture_output=True, text=True, timeout=180, check=False

@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.e2e.agents import SLOW_ANSWER, SLOW_WRITER_ID
+from tests.e2e.agents import SLOW_ANSWER, SLOW_SUPPORT_ID, SLOW_WRITER_ID
 from tests.e2e.conftest import open_console, send
 
 TICKET = "create a high priority login incident ticket"
@@ -44,8 +44,9 @@ def test_streamed_text_appears_as_it_arrives_then_the_saved_reply(page: Any, art
 
 
 def test_a_tool_turn_shows_running_then_its_form(page: Any) -> None:
-    # GIVEN the console live on the support agent
-    open_console(page, "support-agent")
+    # GIVEN the console live on the support agent, whose model and tool each take longer than the feed's status
+    # window (a phase over sooner is never pushed: it would be a flicker)
+    open_console(page, SLOW_SUPPORT_ID)
     expect(page.locator("body")).to_have_attribute("data-live", "live")
     seen: list[str] = []
 

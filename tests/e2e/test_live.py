@@ -14,6 +14,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from agentturn.api.live_channels import channel_for
 from agentturn.local.live import SUBPROTOCOL, header_subprotocol
+from tests.e2e.agents import SLOW_SUPPORT_ID, SLOW_WRITER_ID
 from tests.e2e.conftest import DevProcess
 
 TICKET = "create a high priority login incident ticket"
@@ -57,31 +58,32 @@ def test_a_subscriber_sees_statuses_streamed_text_and_timeline_notices(dev_serve
     with subscriber(dev_server, "dev-user", channel_for("dev-user", conversation) or "") as (socket, answer):
         assert answer == {"type": "subscribe_success", "id": "s-1"}
 
-        # WHEN a turn that only talks starts there
+        # WHEN a turn starts there whose model thinks 0.5 s, then streams its answer for ~3.5 s
         status, turn = dev_server.request(
-            "POST", f"/conversations/{conversation}/turns", {"input": "hello", "agentId": "assistant"}
+            "POST", f"/conversations/{conversation}/turns", {"input": "hello", "agentId": SLOW_WRITER_ID}
         )
         assert status in (200, 201, 202), turn
         events = received_until(socket, _settled)
 
-    # THEN it saw the turn queued (its first save), then thinking, then the text as it streamed, then the
-    # save that ended it
-    assert (events[0]["type"], events[0]["status"]) == ("timeline", "READY")
-    phases = [e["phase"] for e in events if e["type"] == "status"]
-    assert phases == ["thinking"]
+    # THEN it saw the turn thinking, then the text as it streamed, then the save that ended it; not the start
+    # (the request that started it answered that)
+    assert (events[0]["type"], events[0].get("phase")) == ("status", "thinking")
+    assert [e["phase"] for e in events if e["type"] == "status"] == ["thinking"]
     assert events[-1]["type"] == "timeline"
     assert events[-1]["status"] == "COMPLETED"
     deltas = [e for e in events if e["type"] == "delta"]
-    assert deltas, events
+    assert len(deltas) > 1, events
+    assert [d["offset"] for d in deltas] == [sum(len(d["text"]) for d in deltas[:i]) for i in range(len(deltas))]
     text = "".join(d["text"] for d in deltas)
-    # AND the streamed text is the answer the timeline then shows
+    # AND the streamed text is the start of the answer the timeline then shows (its last piece may come with
+    # the save that holds it)
     status, timeline = dev_server.request("GET", f"/conversations/{conversation}/messages")
     assert status == 200
     answers = [m["content"] for m in timeline["messages"] if "toolCalls" in m]
-    assert answers[-1] == text
-    # AND every save was told by version (ids and versions only: no content in a notice)
+    assert answers[-1].startswith(text) and len(text) > len(answers[-1]) // 2
+    # AND the one save told was told by version (ids and versions only: no content in a notice)
     notices = [e for e in events if e["type"] == "timeline"]
-    assert notices
+    assert len(notices) == 1
     assert {e["turnId"] for e in events} == {turn["turnId"]}
     assert all(set(n) == {"type", "turnId", "conversationId", "version", "status"} for n in notices)
     assert {e["conversationId"] for e in events} == {conversation}
@@ -93,9 +95,9 @@ def test_a_subscriber_sees_a_form_turn_suspend(dev_server: DevProcess) -> None:
     alice = {"X-Agentturn-Dev-User": "alice"}
     with subscriber(dev_server, "alice", channel_for("alice", conversation) or "") as (socket, answer):
         assert answer["type"] == "subscribe_success"
-        # WHEN her turn asks for a form
+        # WHEN her turn asks for a form, its model and its tool each taking longer than the status window
         status, _ = dev_server.request(
-            "POST", f"/conversations/{conversation}/turns", {"input": TICKET, "agentId": "assistant"}, alice
+            "POST", f"/conversations/{conversation}/turns", {"input": TICKET, "agentId": SLOW_SUPPORT_ID}, alice
         )
         assert status in (200, 201, 202)
         events = received_until(socket, _settled)
@@ -104,6 +106,27 @@ def test_a_subscriber_sees_a_form_turn_suspend(dev_server: DevProcess) -> None:
     phases = [(e["phase"], e.get("toolName")) for e in events if e["type"] == "status"]
     assert phases == [("thinking", None), ("running", "create_support_ticket")]
     assert (events[-1]["type"], events[-1]["status"]) == ("timeline", "WAITING_FOR_USER")
+
+
+def test_a_quick_form_turn_is_one_message(dev_server: DevProcess) -> None:
+    # GIVEN alice subscribed to her conversation
+    conversation = f"c-live-{uuid.uuid4().hex[:8]}"
+    alice = {"X-Agentturn-Dev-User": "alice"}
+    with subscriber(dev_server, "alice", channel_for("alice", conversation) or "") as (socket, answer):
+        assert answer["type"] == "subscribe_success"
+        # WHEN her turn asks for a form at once (the demo model, an instant tool)
+        status, _ = dev_server.request(
+            "POST", f"/conversations/{conversation}/turns", {"input": TICKET, "agentId": "support-agent"}, alice
+        )
+        assert status in (200, 201, 202)
+        events = received_until(socket, _settled)
+
+    # THEN one message told her all of it: the save that makes it wait (phases over within the window are not
+    # pushed; what the save added is in the timeline when it comes)
+    assert [(e["type"], e.get("status")) for e in events] == [("timeline", "WAITING_FOR_USER")]
+    status, timeline = dev_server.request("GET", f"/conversations/{conversation}/messages", headers=alice)
+    assert status == 200
+    assert any(m.get("type") == "agent_form" for m in timeline["messages"]), timeline
 
 
 def test_another_users_channel_is_refused(dev_server: DevProcess) -> None:

@@ -462,8 +462,8 @@ class Runner:
                 fetched = memory.get_model_messages(window)
             # Only a held turn runs on here; a worker reads the history for one handed to it.
             history = context_history(fetched, turn.id, window) if hold else None
-        self._events.emit(turn, EventType.SNAPSHOT_SAVED, version=turn.version, status=turn.status.value)
+        # Announced after its projection (a page reading the timeline on the notice finds the person's message).
+        projected = not hold and self._writer.project(turn, since=ProjectionMark())
+        self._writer.announce(turn, projected=projected)
         self._events.emit(turn, EventType.TURN_STARTED, agentId=agent.id, conversationId=conversation_id)
-        if not hold:
-            self._writer.project(turn, since=ProjectionMark())
         return turn, lease, history

@@ -62,9 +62,10 @@ class TurnWriter:
         self._agents = agents
         self._retry = retry
 
-    def write(self, turn: Turn, *, lease: Lease | None) -> Turn:
+    def write(self, turn: Turn, *, lease: Lease | None, announce: bool = True) -> Turn:
         """Save ``turn`` if it is still at its version (and ``lease`` still holds it); the saved copy. The
-        caller projects it (:meth:`project`)."""
+        caller projects it (:meth:`project`); ``announce=False``: the caller emits SNAPSHOT_SAVED once it has
+        (:meth:`announce`), so that a page reading the timeline on the notice finds what the save added."""
         turn.updated_at = iso(self._clock())
         self._events.reserve(turn)
         taken: list[str] = []
@@ -82,7 +83,8 @@ class TurnWriter:
                 taken = [a.command.action_id or "" for a in exc.answers]
         else:
             raise VersionConflictError(turn.id, turn.version)
-        self._events.emit(saved, EventType.SNAPSHOT_SAVED, version=saved.version, status=saved.status.value)
+        if announce:
+            self.announce(saved, projected=False)
         if taken and not saved.status.is_terminal:
             pending = [s.correlation_id for s in saved.suspensions]
             self._events.emit(saved, EventType.INPUT_SUBMITTED, actionIds=taken, pending=pending, queued=True)
@@ -94,9 +96,21 @@ class TurnWriter:
         """:meth:`write` with the record of its projection, then the projection (see :meth:`project`)."""
         forget_projected_values(turn)
         since = record(turn)
-        saved = self.write(turn, lease=lease)
-        self.project(saved, since=since, strict=strict)
+        saved = self.write(turn, lease=lease, announce=False)
+        try:
+            whole = self.project(saved, since=since, strict=strict)
+        except Exception:
+            self.announce(saved, projected=False)
+            raise
+        self.announce(saved, projected=whole and since != full_mark(saved))
         return saved
+
+    def announce(self, saved: Turn, *, projected: bool) -> None:
+        """SNAPSHOT_SAVED for ``saved``, after its projection: ``projected`` says whether it added entries to the
+        timeline (the live feed tells a page to read it only then, or when the status changed)."""
+        self._events.emit(
+            saved, EventType.SNAPSHOT_SAVED, version=saved.version, status=saved.status.value, projected=projected
+        )
 
     def save(self, run: Run, *, project_later: bool = False) -> None:
         """Write the run's turn under its lease, then project it; ``LeaseGone`` if the lease was lost.
@@ -109,7 +123,7 @@ class TurnWriter:
         later = project_later and run.turn.status.is_runnable and not changes_cards(run.turn)
         since = run.turn.projection if later else record(run.turn)
         try:
-            run.turn = self.write(run.turn, lease=run.lease)
+            run.turn = self.write(run.turn, lease=run.lease, announce=False)
             run.unsaved = False
         except LeaseLostError as exc:
             run.lease = None
@@ -118,9 +132,14 @@ class TurnWriter:
             run.lease = None  # the store ended the lease with this write
         if later:
             run.projection_owed = True
+            self.announce(run.turn, projected=False)
             return
         run.projection_owed = False
-        if not self.project(run.turn, since=since) and not run.turn.status.is_runnable:
+        saved = run.turn
+        whole = self.project(saved, since=since)
+        # Told once the timeline holds what the save added (a page reads it on the notice), not before.
+        self.announce(saved, projected=whole and since != full_mark(saved))
+        if not whole and not run.turn.status.is_runnable:
             run.turn = self._save_record(run.turn)
 
     def _save_record(self, turn: Turn) -> Turn:

@@ -431,6 +431,12 @@ function onLive(message) {
     const after = live.view.saved(message);
     live.refreshOnce().then(after);
   }
+  // The feed coalesces: a piece of text or a save may carry what the turn does now (a tool it started).
+  if (message.phase && message.type !== "status") {
+    const status = { type: "status", turnId: message.turnId, phase: message.phase, toolName: message.toolName };
+    live.view.status(status);
+    livePhaseLine(status);
+  }
   if (timeline.streaming) $("activity").hidden = true;
 }
 
