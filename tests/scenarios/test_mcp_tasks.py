@@ -157,7 +157,7 @@ def test_a_task_past_its_ttl_is_a_tool_error_the_model_reads(memory: Backend, de
     _answer(desk, {"resultType": "task", **_task("working", ttlMs=60_000, pollIntervalMs=50_000)})
     started = memory.runner([agent]).run(agent, "conv-ttl", "deploy")
     memory.clock.advance(50)
-    _answer(desk, _task("working", pollIntervalMs=50_000))
+    _answer(desk, _task("working", ttlMs=60_000, pollIntervalMs=50_000))
     _poll(memory, agent, started.id)
     since = len(desk.recorder.exchanges)
     # WHEN the next poll is due past its ttl
@@ -168,6 +168,24 @@ def test_a_task_past_its_ttl_is_a_tool_error_the_model_reads(memory: Backend, de
     assert done.status is TurnStatus.COMPLETED
     assert "ttlMs" in tool_result(done)["message"]
     assert _requests(desk, since) == []
+
+
+def test_a_task_whose_server_extends_its_ttl_is_polled_past_the_first_one(memory: Backend, desk: RunningServer) -> None:
+    agent = _agent(desk)
+    # GIVEN a task that first lives 60 s, polled every 50 s; at the first poll the server says it lives 10 min
+    _answer(desk, {"resultType": "task", **_task("working", ttlMs=60_000, pollIntervalMs=50_000)})
+    started = memory.runner([agent]).run(agent, "conv-ttl-longer", "deploy")
+    memory.clock.advance(50)
+    _answer(desk, _task("working", ttlMs=600_000, pollIntervalMs=50_000))
+    _poll(memory, agent, started.id)
+    # WHEN the next poll is due past the first ttl, within the new one, and the task has completed
+    memory.clock.advance(50)
+    _answer(desk, _task("completed", result={"content": [{"type": "text", "text": "deployed"}]}))
+    _poll(memory, agent, started.id)
+    # THEN the server was asked, and the model read the task's result (the latest ttlMs counts)
+    done = memory.store.load(started.id)
+    assert done.status is TurnStatus.COMPLETED
+    assert tool_result(done) == {"text": "deployed"}
 
 
 @pytest.mark.parametrize(

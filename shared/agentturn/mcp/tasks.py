@@ -69,11 +69,17 @@ def task_created(
         "taskId": _task_id(server, answer),
         "pollSeconds": _poll_seconds(answer, None),
     }
-    ttl = answer.get("ttlMs")
-    if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl >= 0:
-        # Counted from when this client learnt of the task (its clock, not the server's createdAt).
-        stored["expiresAt"] = context.now + ttl / 1000
-    return PollLater(stored["pollSeconds"], {"mcp": stored})
+    return PollLater(stored["pollSeconds"], {"mcp": _with_ttl({**stored, "learntAt": context.now}, answer)})
+
+
+def _with_ttl(stored: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
+    """``stored`` with the deadline the task's latest ``ttlMs`` sets (a server may change it while the task
+    lives), counted from when this client learnt of the task: its clock, not the server's ``createdAt``."""
+    ttl = task.get("ttlMs")
+    learnt_at = stored.get("learntAt")
+    if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl >= 0 and isinstance(learnt_at, int | float):
+        return {**stored, "expiresAt": learnt_at + ttl / 1000}
+    return stored
 
 
 def follow_task(
@@ -105,6 +111,7 @@ def follow_task(
         )
         stored = {**stored, "answered": [*stored.get("answered", []), *responses]}
     task = send(server, "tasks/get", {"taskId": task_id}, capabilities=TASK_CALL_CAPABILITIES, name=task_id)
+    stored = _with_ttl(stored, task)
     status = task.get("status")
     poll = _poll_seconds(task, stored.get("pollSeconds"))
     if status == COMPLETED:
@@ -133,7 +140,11 @@ def follow_task(
 
 
 def _ask(signal: InputRoundRequired, task_id: str, poll: float, answered: set[str]) -> Any:
-    """The round's cards, its state naming the task: the answers are sent with ``tasks/update``."""
+    """The round's cards, its state naming the task: the answers are sent with ``tasks/update``.
+
+    The task's lifetime is not kept: once a task asks a person, its ``ttlMs`` no longer cuts it short. Their
+    answer is sent whenever it comes, and the server says whether the task still lives (a gone task is a tool
+    error then)."""
     stored = signal.state["mcp"]
     stored.update({"taskId": task_id, "pollSeconds": poll, "answered": sorted(answered)})
     raise InputRoundRequired(signal.requests, {"mcp": stored}, expires_in=signal.expires_in)
