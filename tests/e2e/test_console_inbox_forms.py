@@ -78,6 +78,12 @@ def test_finance_fills_in_an_assigned_form_from_the_inbox_on_a_phone(
     _alice_asks(page, conversation, what)
     turn = _waiting_turn(dev_server, conversation)
     turn_id, action_id = turn["turnId"], turn["pendingActions"][0]["actionId"]
+    assert turn["pendingActions"][0]["waitingFor"] == "waiting for finance (0 of 1)"
+    # AND nothing on her page says it waits for her: the card, the status line and the message box name finance
+    expect(page.get_by_test_id("form-card").get_by_test_id("card-status")).to_have_text("Waiting for others")
+    expect(page.locator("#turn-status")).to_contain_text("Waiting for finance (0 of 1)")
+    expect(page.locator("#turn-status")).not_to_have_text(re.compile("^Waiting for you"))
+    expect(page.locator("#input")).to_have_attribute("placeholder", re.compile("^Waiting for finance"))
     page.screenshot(path=str(artifacts / "inbox-form-requester-waiting.png"), full_page=True)
 
     # THEN an outsider sees nothing of it and may not answer it; fin-ana may not read alice's turn either

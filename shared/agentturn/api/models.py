@@ -130,6 +130,9 @@ with schema_field_allowed():
         parameters_schema: dict[str, Any] | None = None
         #: ISO-8601 UTC time after which the wait can no longer be answered, when the turn has an input timeout.
         expires_at: str | None = None
+        #: For a wait that names its answerers (``Approvers``): ``waiting for finance (1 of 2)``. Absent where the
+        #: turn's owner answers.
+        waiting_for: str | None = None
 
         @model_validator(mode="before")
         @classmethod

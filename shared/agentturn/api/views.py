@@ -33,6 +33,7 @@ def suspension_view(suspension: Suspension) -> SuspensionView:
         arguments_fingerprint=suspension.arguments_fingerprint,
         parameters_schema=suspension.parameters_schema,
         expires_at=iso(suspension.expires_at) if suspension.expires_at is not None else None,
+        waiting_for=suspension.people.waiting_for if suspension.people is not None else None,
     )
 
 

@@ -103,6 +103,8 @@ function showTurn(turn) {
   let text = STATUS_TEXT[turn.status] || turn.status;
   const pending = turn.pendingActions?.length || 0;
   if (turn.status.startsWith("WAITING") && pending > 1) text = `Waiting for you: ${pending} answers are needed above.`;
+  const others = waitsForOthers(turn);
+  if (others) text = `${capitalised(others)}: they answer from their “Waiting for you” list.`;
   if (turn.status === "FAILED" && turn.error?.message) text += ` (${turn.error.message})`;
   if (state.cancelling && !turn.status.startsWith("CANCEL") && RUNNABLE.has(turn.status)) text = "Cancelling…";
   line.textContent = text;
@@ -115,6 +117,18 @@ function showTurn(turn) {
     activity.dataset.status = turn.status;
     $("activity-text").textContent = busy || "";
   });
+}
+
+/** For whom a waiting turn waits when every answer it needs is other people's (cards that name their answerers):
+ * ``waiting for finance (0 of 1)``; null when any answer is the owner's. */
+function waitsForOthers(turn) {
+  const actions = turn?.status?.startsWith("WAITING") ? turn.pendingActions || [] : [];
+  if (!actions.length || !actions.every((action) => action.waitingFor)) return null;
+  return actions.map((action) => action.waitingFor).join("; ");
+}
+
+function capitalised(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** An answer to a read made for a view no longer shown (the debug line is what tests wait for). */
@@ -210,7 +224,10 @@ function showComposer(activeTurn) {
   const waiting = status.startsWith("WAITING");
   const working = RUNNABLE.has(status);
   const input = $("input");
-  const hint = COMPOSER_HINT[status] || (waiting ? "Answer above first, or cancel the turn." : "");
+  const others = waitsForOthers(activeTurn);
+  const hint = others
+    ? `${capitalised(others)} to answer first, or cancel the turn.`
+    : COMPOSER_HINT[status] || (waiting ? "Answer above first, or cancel the turn." : "");
   input.disabled = waiting;
   input.placeholder = waiting ? hint : working ? "The agent is working: type now, send when it is done." : COMPOSER_PLACEHOLDER;
   $("send").disabled = waiting || working || state.sending;

@@ -38,11 +38,13 @@ const FORM_STATES = {
   EXPIRED: "Expired: nobody answered before the deadline.",
 };
 
-function badge(status) {
+/** A card several people answer waits for them, not for whoever reads it: its badge names them. */
+function badge(status, waitingFor) {
+  const label = status === "PENDING" && waitingFor ? "Waiting for others" : STATUS_LABELS[status];
   return el(
     "span",
     { class: `badge status-${String(status).toLowerCase()}`, "data-testid": "card-status", dataset: { status } },
-    STATUS_LABELS[status] || String(status).toLowerCase(),
+    label || String(status).toLowerCase(),
   );
 }
 
@@ -50,8 +52,8 @@ function schemaOf(message) {
   return message.schema && typeof message.schema === "object" ? message.schema : { type: "object" };
 }
 
-function cardHeader(kindLabel, status) {
-  return el("header", { class: "card-header" }, el("span", { class: "card-kind" }, kindLabel), badge(status));
+function cardHeader(kindLabel, status, waitingFor = null) {
+  return el("header", { class: "card-header" }, el("span", { class: "card-kind" }, kindLabel), badge(status, waitingFor));
 }
 
 function errorList(problems, schema) {
@@ -241,7 +243,7 @@ export function formCard(initial, ctx) {
     const schema = schemaOf(message);
     append(
       node,
-      cardHeader("Form", message.status),
+      cardHeader("Form", message.status, message.people?.waitingFor),
       schemaHeading(schema),
       peopleView(message),
       el("p", { class: "card-hint" }, "They fill it in from their “Waiting for you” list."),

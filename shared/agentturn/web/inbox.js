@@ -38,6 +38,8 @@ export class Inbox {
     const more = Boolean(result.body.nextCursor);
     this.count.textContent = items.length ? `${items.length}${more ? "+" : ""}` : "";
     this.count.hidden = items.length === 0;
+    // An empty list under its heading reads as "these are waiting": it says so instead.
+    document.getElementById("inbox-empty").hidden = items.length > 0;
     clear(this.list).append(...items.map((item) => this.item(item)));
     if (this.form.item && !items.some((item) => this.form.shows(this.form.key(item)))) this.form.noLongerListed();
   }
