@@ -38,7 +38,8 @@ elsewhere. Bundled, both are the versions the tests pinned, the asset is self-co
 imports a handler with nothing but the asset on ``sys.path``), and the cost is 1.8 MB zipped per function
 (``python -m bench.bench_assets``: 7.1 MB with boto3 and the models of the services used, 5.3 MB without).
 
-No ``.pyc`` files are written: they would be compiled by this machine's interpreter, not the Lambda's.
+Byte code is compiled into each asset by the Lambda runtime's Python version (:mod:`agentturn.cdk.bytecode`:
+why, how, and what happens without that interpreter); the dependency cache itself holds none.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name as _canonical
 
 from agentturn._sources import code_layout
+from agentturn.cdk.bytecode import cache_tag, compile_asset, target_interpreter
 from agentturn.cdk.closure import AWS_SERVICES, Closure, function_closure, kept_service_model, tree_entries
 from agentturn.cdk.settings import Architecture
 
@@ -78,8 +80,8 @@ RUNTIME_EXCLUDED: Final = ("cdk", "local", "web", "templates", "functions", "tes
 #: Bump when the layout of a cached dependency tree changes, so cached trees are not reused across it.
 BUNDLE_FORMAT: Final = "agentturn-lambda-asset/1"
 #: Bump when the layout of an asset changes (2: the runtime part of the package, the team's code; 3: only what
-#: the function can import, botocore's models of the services it uses).
-ASSET_LAYOUT: Final = "3"
+#: the function can import, botocore's models of the services it uses; 4: byte code of the target's Python).
+ASSET_LAYOUT: Final = "4"
 #: The handler every function's ``app.py`` defines.
 HANDLER: Final = "app.handler"
 #: Never shipped: caches, and the console scripts pip writes (they name this machine's interpreter).
@@ -379,6 +381,8 @@ class AssetInputs:
     aws_services: tuple[str, ...] = ()
     #: Powertools' Tracer is made only with SDK tracing on: without it the X-Ray SDK is never imported.
     sdk_tracing: bool = True
+    #: Byte code compiled by the target's Python (:mod:`agentturn.cdk.bytecode`); off only to measure without it.
+    bytecode: bool = True
 
     @property
     def services(self) -> tuple[str, ...]:
@@ -477,6 +481,8 @@ def build_asset(function: str, spec: DependencySpec, output: Path, inputs: Asset
         if path.name in _IGNORED or path.name == "__pycache__":
             continue
         _place(path, output / path.name, f"functions/{function}/{path.name}")
+    if inputs.bytecode:
+        compile_asset(output, spec.target.python_version)
 
 
 def asset_hash(function: str, spec: DependencySpec, inputs: AssetInputs | None = None) -> str:
@@ -491,10 +497,18 @@ def asset_hash(function: str, spec: DependencySpec, inputs: AssetInputs | None =
         f"modules={','.join(inputs.modules)}",
         f"services={','.join(inputs.services)}",
         f"sdk_tracing={inputs.sdk_tracing}",
+        f"bytecode={_bytecode_tag(spec.target, inputs)}",
         function,
         tree_digest(functions_dir() / function),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _bytecode_tag(target: Target, inputs: AssetInputs) -> str:
+    """What byte code the asset will hold: it appears (or goes) with the interpreter, and so does a new hash."""
+    if inputs.bytecode and target_interpreter(target.python_version) is not None:
+        return cache_tag(target.python_version)
+    return "none"
 
 
 def function_code(function: str, spec: DependencySpec, inputs: AssetInputs | None = None) -> lambda_.Code:
