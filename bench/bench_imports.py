@@ -8,16 +8,24 @@ elsewhere on the machine is spread over all of them), after one untimed round th
   container's (``LAMBDA_TASK_ROOT`` set) with tracing off (``POWERTOOLS_TRACE_DISABLED=true``), and again with
   tracing on, where Powertools' Tracer and the X-Ray SDK load at import. As a cross-check, the whole
   interpreter's wall time minus an empty interpreter's (``-c pass``).
-* **First answered request** — on a moto server: a fresh interpreter imports the handler, then calls it once
-  with the event its trigger sends (run: ``POST /conversations/{id}/turns``; submit: the submit of a waiting
-  turn; worker: the SQS event of a submitted turn; sweeper: the EventBridge schedule; retention: a TTL removal
-  from the turns table's stream). The time from before the import to the answer includes the clients' creation
-  and every request the invocation makes. The baseline is a bare ``import boto3`` + one client + one
-  ``GetItem`` in the same kind of interpreter. Each run gets its own waiting turn / queued message, prepared
-  beforehand in this process through the handlers.
+* **First answered request** — from each function's *built asset* (``agentturn.cdk.bundling.build_asset`` for
+  the Lambda's Python, ``--python``, default 3.12), run by an interpreter of that version (pyenv's, or
+  ``$AGENTTURN_LAMBDA_PYTHON``) with nothing but the asset and the standard library on the path (``-I -S``),
+  the asset bind-mounted read-only like ``/var/task`` where the machine allows it (``-B`` otherwise), on a
+  moto server: a fresh interpreter imports ``app`` and calls ``app.handler`` once with the event its trigger
+  sends (run: ``POST /conversations/{id}/turns``; submit: the submit of a waiting turn; worker: the SQS event
+  of a submitted turn; sweeper: the EventBridge schedule; retention: a TTL removal from the turns table's
+  stream). The time from the script's first line to the answer includes the clients' creation and every request
+  the invocation makes. Each asset is measured twice: as deployed (*pyc*: the byte code of that Python) and
+  without its ``__pycache__`` folders (*source*, as assets were before), beside the anchor — a bare
+  ``import boto3`` + one client + one ``GetItem``, boto3 from the asset with byte code (the runtime's own
+  boto3 is precompiled) and without — all alternating in the same rounds, after one untimed round. The
+  1-minute load average is recorded around every sample. Each run gets its own waiting turn / queued message,
+  prepared beforehand in this process through the handlers. ``--importtime-dir`` also writes each child's
+  ``-X importtime`` report (where the time goes; not for the figures).
 
-Handlers are imported as the functional tests and the bundle do: ``functions.<name>.app`` with the repository
-root on ``sys.path``.
+The import table imports handlers as the functional tests do (``functions.<name>.app`` with the repository root
+on ``sys.path``, this interpreter); ``--first-request-only`` skips it.
 
     python -m bench.bench_imports [--runs 5] [--out bench/results/imports.json]
 """
