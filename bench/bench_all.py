@@ -336,12 +336,16 @@ def callers_table(cycle: dict[str, Any], system: str, n: int) -> list[str]:
 
 
 def imports_table(imports: dict[str, Any]) -> list[str]:
-    lines = [
-        "| module | import, ms (`-X importtime` cumulative, median), tracing off | × `import boto3` "
-        "| import with tracing on, ms | × `import boto3` | interpreter wall − empty interpreter, ms (tracing off) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for row in imports["modules"]:
+    if not imports.get("modules"):
+        lines = ["(the import table was not measured: `--first-request-only`)"]
+    else:
+        lines = [
+            "| module | import, ms (`-X importtime` cumulative, median), tracing off | × `import boto3` "
+            "| import with tracing on, ms | × `import boto3` "
+            "| interpreter wall − empty interpreter, ms (tracing off) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+    for row in imports.get("modules", []):
         lines.append(
             f"| `{row['module']}` | {row['importtime_ms']:.0f} | {_fmt(row.get('ratio_to_boto3'), 2)} "
             f"| {_fmt(row.get('importtime_tracing_on_ms'))} | {_fmt(row.get('ratio_tracing_on_to_boto3'), 2)} "
