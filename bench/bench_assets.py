@@ -53,7 +53,7 @@ def _sizes(folder: Path, *, skip: tuple[str, ...] = (), bytecode: bool = True) -
 
 def _whole_tree(spec: DependencySpec, function: str, out: Path) -> None:
     """The asset as it was before: the whole dependency tree and the whole runtime package."""
-    shutil.copytree(ensure_dependencies(spec), out)
+    shutil.copytree(ensure_dependencies(spec), out, ignore=shutil.ignore_patterns("__pycache__", ".bytecode-*"))
     shutil.copytree(PACKAGE_DIR, out / "agentturn", ignore=shutil.ignore_patterns("__pycache__", *RUNTIME_EXCLUDED))
     shutil.copy2(Path("functions") / function / "app.py", out / "app.py")
 

@@ -67,7 +67,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name as _canonical
 
 from agentturn._sources import code_layout
-from agentturn.cdk.bytecode import cache_tag, compile_asset, target_interpreter
+from agentturn.cdk.bytecode import cache_tag, compile_asset, compile_tree, target_interpreter
 from agentturn.cdk.closure import AWS_SERVICES, Closure, function_closure, kept_service_model, tree_entries
 from agentturn.cdk.settings import Architecture
 
@@ -444,19 +444,27 @@ def _place(source: Path, destination: Path, what: str) -> None:
         shutil.copy2(source, destination)
 
 
-def _copy_dependencies(tree: Path, output: Path, closure: Closure, services: tuple[str, ...]) -> None:
+def _copy_dependencies(
+    tree: Path, output: Path, closure: Closure, services: tuple[str, ...], *, bytecode: bool, python_version: str
+) -> None:
     data = Path("botocore", "data")
     for entry in tree_entries(tree, closure.distributions):
         source = tree / entry
+        if source.name == "__pycache__" or source.name.startswith(".bytecode-"):
+            continue
         if source.is_file():
             _link_or_copy(str(source), str(output / entry))
+            compiled = tree / "__pycache__" / f"{source.stem}.{cache_tag(python_version)}.pyc"
+            if bytecode and source.suffix == ".py" and compiled.is_file():  # a top-level module's byte code
+                (output / "__pycache__").mkdir(exist_ok=True)
+                _link_or_copy(str(compiled), str(output / "__pycache__" / compiled.name))
             continue
 
         def ignore(directory: str, names: list[str]) -> set[str]:
-            relative = Path(directory).relative_to(tree)
-            if relative != data:
-                return set()
-            return {name for name in names if not kept_service_model(name, services)}
+            ignored = {"__pycache__"} if not bytecode and "__pycache__" in names else set()
+            if Path(directory).relative_to(tree) == data:
+                ignored |= {name for name in names if not kept_service_model(name, services)}
+            return ignored
 
         shutil.copytree(source, output / entry, ignore=ignore, copy_function=_link_or_copy)
 
@@ -468,10 +476,14 @@ def build_asset(function: str, spec: DependencySpec, output: Path, inputs: Asset
         raise BundlingError(f"{source}/app.py does not exist: every function folder needs its handler module")
     output.mkdir(parents=True, exist_ok=True)
     tree = ensure_dependencies(spec)
+    # The shared tree is compiled once per synth (and cached): its byte code then comes with the hard links.
+    compiled_tree = inputs.bytecode and compile_tree(tree, spec.target.python_version)
     if (tree / "agentturn").exists():
         raise BundlingError("a third-party wheel installed a top-level 'agentturn' package")
     closure = asset_closure(function, spec, inputs)
-    _copy_dependencies(tree, output, closure, inputs.services)
+    _copy_dependencies(
+        tree, output, closure, inputs.services, bytecode=compiled_tree, python_version=spec.target.python_version
+    )
     for relative in _package_files(closure.modules):
         (output / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(PACKAGE_DIR.parent / relative, output / relative)
@@ -482,7 +494,13 @@ def build_asset(function: str, spec: DependencySpec, output: Path, inputs: Asset
             continue
         _place(path, output / path.name, f"functions/{function}/{path.name}")
     if inputs.bytecode:
-        compile_asset(output, spec.target.python_version)
+        # What is not from the shared tree (or all of it, if the tree could not be compiled): agentturn, the
+        # team's code, the handler.
+        own = [entry.name for entry in output.iterdir() if entry.name != "__pycache__"]
+        if compiled_tree:
+            from_tree = set(tree_entries(tree, closure.distributions))
+            own = [name for name in own if name not in from_tree]
+        compile_asset(output, spec.target.python_version, only=sorted(own))
 
 
 def asset_hash(function: str, spec: DependencySpec, inputs: AssetInputs | None = None) -> str:

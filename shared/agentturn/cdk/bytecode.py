@@ -20,6 +20,11 @@ How, and why so:
   and the same inputs compile to the same bytes wherever they were built (the staging folder's name is not in
   them).
 
+* **The shared dependency tree once** (:func:`compile_tree`): the cached tree the functions' assets link from
+  is compiled in place once (a marker file remembers it) and its ``.pyc`` files come with the hard links; only
+  agentturn, the team's code and the handler are compiled per asset. The bytes are the same as compiling the
+  asset whole (``co_filename`` is relative to the asset's root either way).
+
 Without that interpreter the asset is shipped without byte code, as before, and a :class:`BytecodeWarning`
 says so and what it costs: never a broken asset, and never one with ``.pyc`` files of the wrong version.
 """
@@ -33,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -90,9 +96,10 @@ def target_interpreter(python_version: str) -> str | None:
     return None
 
 
-def compile_asset(output: Path, python_version: str) -> bool:
-    """Write ``__pycache__/*.cpython-3XX.pyc`` beside every ``.py`` under ``output``; ``False`` when it could not
-    (a :class:`BytecodeWarning` says why; the asset then runs from source, as it did before)."""
+def compile_asset(output: Path, python_version: str, *, only: Sequence[str] | None = None) -> bool:
+    """Write ``__pycache__/*.cpython-3XX.pyc`` beside every ``.py`` under ``output`` (or under its entries named in
+    ``only``); ``False`` when it could not (a :class:`BytecodeWarning` says why; the asset then runs from source,
+    as it did before)."""
     interpreter = target_interpreter(python_version)
     if interpreter is None:
         warnings.warn(
@@ -102,13 +109,16 @@ def compile_asset(output: Path, python_version: str) -> bool:
             stacklevel=2,
         )
         return False
+    targets = [str(output)] if only is None else [str(output / name) for name in only if (output / name).exists()]
+    if not targets:
+        return True
     command = [
         interpreter, "-I", "-m", "compileall", "-q", "-j", "0",
         "--invalidation-mode", "unchecked-hash",
         "-s", str(output), "-p", TASK_ROOT,
-        str(output),
+        *targets,
     ]  # fmt: skip
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     if completed.returncode != 0:
         # A source that does not compile would not import from source either: the rest keeps its byte code.
         warnings.warn(
@@ -116,4 +126,17 @@ def compile_asset(output: Path, python_version: str) -> bool:
             BytecodeWarning,
             stacklevel=2,
         )
+    return True
+
+
+def compile_tree(tree: Path, python_version: str) -> bool:
+    """Compile an installed dependency tree once (a marker file remembers it): every asset built from it then
+    takes its byte code by hard link instead of compiling it again. The tree's entries land at the asset's root,
+    so the ``co_filename`` under :data:`TASK_ROOT` is the same as if the asset had been compiled whole."""
+    marker = tree / f".bytecode-{cache_tag(python_version)}"
+    if marker.exists():
+        return True
+    if not compile_asset(tree, python_version):
+        return False
+    marker.write_text("unchecked-hash\n")
     return True
