@@ -19,6 +19,7 @@ from agentturn.cdk.bundling import (
     Target,
     asset_hash,
     build_asset,
+    ensure_dependencies,
     local_target,
 )
 from agentturn.cdk.bytecode import INTERPRETER_ENV, BytecodeWarning, cache_tag, compile_asset, target_interpreter
@@ -35,7 +36,7 @@ def _target() -> Target:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Target]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Target, Path]:
     target = _target()
     try:
         spec = DependencySpec.for_target(target)
@@ -43,12 +44,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Target]:
         pytest.fail(f"no cached Lambda dependencies; run `python -m agentturn.cdk prefetch`:\n{exc}")
     asset = tmp_path_factory.mktemp("bytecode") / "retention"
     build_asset("retention", spec, asset, AssetInputs(modules=("agentturn.demo",), sdk_tracing=False))
-    return asset, target
+    return asset, target, ensure_dependencies(spec)
 
 
-def test_every_source_has_unchecked_byte_code_of_the_target_version(built: tuple[Path, Target]) -> None:
+def test_every_source_has_unchecked_byte_code_of_the_target_version(built: tuple[Path, Target, Path]) -> None:
     # GIVEN the retention function's asset, built for the target's Python
-    asset, target = built
+    asset, target, _ = built
     tag = cache_tag(target.python_version)
     interpreter = target_interpreter(target.python_version)
     assert interpreter is not None
@@ -72,9 +73,9 @@ def test_every_source_has_unchecked_byte_code_of_the_target_version(built: tuple
         assert int.from_bytes(header[4:8], "little") == UNCHECKED_HASH, pyc
 
 
-def test_the_handler_imports_from_byte_code_in_a_read_only_folder(built: tuple[Path, Target]) -> None:
+def test_the_handler_imports_from_byte_code_in_a_read_only_folder(built: tuple[Path, Target, Path]) -> None:
     # GIVEN the asset mounted read-only (like /var/task) and the target's interpreter, verbose about imports
-    asset, target = built
+    asset, target, _ = built
     interpreter = target_interpreter(target.python_version)
     assert interpreter is not None
     env = lambda_env(tracing=False, function_name="agentturn-retention", extra={"LAMBDA_TASK_ROOT": str(asset)})
@@ -137,3 +138,11 @@ def test_the_asset_hash_changes_with_its_byte_code() -> None:
     without = asset_hash("sweeper", spec, AssetInputs(bytecode=False))
     # THEN they are different assets (a deployed function gets the .pyc files when they appear)
     assert with_bytecode != without
+
+
+def test_the_shared_dependency_tree_is_left_as_pip_wrote_it(built: tuple[Path, Target, Path]) -> None:
+    # GIVEN an asset built with byte code from the cached dependency tree
+    _, _, tree = built
+    # THEN the cached tree itself holds no byte code: other builds (other versions of agentturn) copy it whole
+    assert not list(tree.rglob("*.pyc"))
+    assert not list(tree.rglob("__pycache__"))

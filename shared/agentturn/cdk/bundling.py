@@ -68,7 +68,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name as _canonical
 
 from agentturn._sources import code_layout
-from agentturn.cdk.bytecode import cache_tag, compile_asset, compile_tree, target_interpreter
+from agentturn.cdk.bytecode import cache_tag, compile_asset, compiled_tree, target_interpreter
 from agentturn.cdk.closure import AWS_SERVICES, Closure, function_closure, kept_service_model, tree_entries
 from agentturn.cdk.settings import Architecture
 
@@ -478,12 +478,19 @@ def build_asset(function: str, spec: DependencySpec, output: Path, inputs: Asset
     output.mkdir(parents=True, exist_ok=True)
     tree = ensure_dependencies(spec)
     # The shared tree is compiled once per synth (and cached): its byte code then comes with the hard links.
-    compiled_tree = inputs.bytecode and compile_tree(tree, spec.target.python_version)
+    precompiled = compiled_tree(tree, spec.target.python_version) if inputs.bytecode else None
+    if precompiled is not None:
+        tree = precompiled
     if (tree / "agentturn").exists():
         raise BundlingError("a third-party wheel installed a top-level 'agentturn' package")
     closure = asset_closure(function, spec, inputs)
     _copy_dependencies(
-        tree, output, closure, inputs.services, bytecode=compiled_tree, python_version=spec.target.python_version
+        tree,
+        output,
+        closure,
+        inputs.services,
+        bytecode=precompiled is not None,
+        python_version=spec.target.python_version,
     )
     for relative in _package_files(closure.modules):
         (output / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -498,7 +505,7 @@ def build_asset(function: str, spec: DependencySpec, output: Path, inputs: Asset
         # What is not from the shared tree (or all of it, if the tree could not be compiled): agentturn, the
         # team's code, the handler.
         own = [entry.name for entry in output.iterdir() if entry.name != "__pycache__"]
-        if compiled_tree:
+        if precompiled is not None:
             from_tree = set(tree_entries(tree, closure.distributions))
             own = [name for name in own if name not in from_tree]
         compile_asset(output, spec.target.python_version, only=sorted(own))

@@ -20,8 +20,8 @@ How, and why so:
   and the same inputs compile to the same bytes wherever they were built (the staging folder's name is not in
   them).
 
-* **The shared dependency tree once** (:func:`compile_tree`): the cached tree the functions' assets link from
-  is compiled in place once (a marker file remembers it) and its ``.pyc`` files come with the hard links; only
+* **The shared dependency tree once** (:func:`compiled_tree`): a hard-linked copy of the cached tree the
+  functions' assets link from is compiled once, beside it, and its ``.pyc`` files come with the hard links; only
   agentturn, the team's code and the handler are compiled per asset. The bytes are the same as compiling the
   asset whole (``co_filename`` is relative to the asset's root either way).
 
@@ -37,6 +37,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -129,14 +130,41 @@ def compile_asset(output: Path, python_version: str, *, only: Sequence[str] | No
     return True
 
 
-def compile_tree(tree: Path, python_version: str) -> bool:
-    """Compile an installed dependency tree once (a marker file remembers it): every asset built from it then
-    takes its byte code by hard link instead of compiling it again. The tree's entries land at the asset's root,
-    so the ``co_filename`` under :data:`TASK_ROOT` is the same as if the asset had been compiled whole."""
-    marker = tree / f".bytecode-{cache_tag(python_version)}"
-    if marker.exists():
-        return True
-    if not compile_asset(tree, python_version):
-        return False
-    marker.write_text("unchecked-hash\n")
-    return True
+def compiled_tree(tree: Path, python_version: str) -> Path | None:
+    """A copy of the installed dependency tree ``tree`` (hard links) with its byte code, made once beside it
+    (``<tree>.cpython-312``) and reused: every asset then takes its ``.pyc`` files by hard link instead of
+    compiling them again. ``tree`` itself is never written (builds of other versions of agentturn share it and
+    expect it as pip left it). The tree's entries land at the asset's root, so the ``co_filename`` under
+    :data:`TASK_ROOT` is the same as if the asset had been compiled whole. ``None`` without the interpreter."""
+    if target_interpreter(python_version) is None:
+        return None
+    final = tree.with_name(f"{tree.name}.{cache_tag(python_version)}")
+    if (final / _COMPILED).exists():
+        return final
+    # Built in a private directory and renamed: a concurrent synth never sees half a tree.
+    scratch = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=tree.parent))
+    try:
+        shutil.copytree(tree, scratch / "tree", copy_function=_link_or_copy)
+        if not compile_asset(scratch / "tree", python_version):
+            return None
+        (scratch / "tree" / _COMPILED).write_text("unchecked-hash\n")
+        try:
+            os.replace(scratch / "tree", final)
+        except OSError:
+            if not (final / _COMPILED).exists():  # not a concurrent winner: a real failure
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return final
+
+
+#: The file that marks a compiled tree complete.
+_COMPILED: Final = ".bytecode-complete"
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    # compileall writes new files beside the sources and never rewrites one, so sharing inodes is safe.
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)
