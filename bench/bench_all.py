@@ -336,12 +336,16 @@ def callers_table(cycle: dict[str, Any], system: str, n: int) -> list[str]:
 
 
 def imports_table(imports: dict[str, Any]) -> list[str]:
-    lines = [
-        "| module | import, ms (`-X importtime` cumulative, median), tracing off | × `import boto3` "
-        "| import with tracing on, ms | × `import boto3` | interpreter wall − empty interpreter, ms (tracing off) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for row in imports["modules"]:
+    if not imports.get("modules"):
+        lines = ["(the import table was not measured: `--first-request-only`)"]
+    else:
+        lines = [
+            "| module | import, ms (`-X importtime` cumulative, median), tracing off | × `import boto3` "
+            "| import with tracing on, ms | × `import boto3` "
+            "| interpreter wall − empty interpreter, ms (tracing off) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+    for row in imports.get("modules", []):
         lines.append(
             f"| `{row['module']}` | {row['importtime_ms']:.0f} | {_fmt(row.get('ratio_to_boto3'), 2)} "
             f"| {_fmt(row.get('importtime_tracing_on_ms'))} | {_fmt(row.get('ratio_tracing_on_to_boto3'), 2)} "
@@ -351,14 +355,20 @@ def imports_table(imports: dict[str, Any]) -> list[str]:
         lines.append(f"\nMissing handlers (not measured): {', '.join(imports['missing_handlers'])}")
     first = imports.get("first_request")
     if first:
+        load = first.get("load_average_1m", {})
         lines += [
             "",
-            "Time to the first answered request of a cold process on the emulator (fresh interpreter: import, client "
-            "creation, the invocation and all its requests; median):",
+            f"Time to the first answered request of a cold process on the emulator (a fresh Python "
+            f"{first.get('python', '?')} interpreter running the function's built asset"
+            f"{', mounted read-only' if first.get('read_only_mount') else ''}: import, client creation, the "
+            f"invocation and all its requests; median; the 1-minute load average while it ran "
+            f"{_fmt(load.get('min'), 1)}–{_fmt(load.get('max'), 1)}, median {_fmt(load.get('median'), 1)}). "
+            "*pyc*: the asset as deployed, with the byte code of the runtime's Python; *source*: the same asset "
+            "without it, as deployed before. The anchor is the bare boto3 from the asset with byte code:",
             "",
-            "| handler (event) | first answer, ms | of which import, ms | × boto3 import + client + one GetItem "
-            "| answer | modules loaded |",
-            "|---|---:|---:|---:|---|---:|",
+            "| handler (event) | asset | first answer, ms | of which import, ms "
+            "| × boto3 import + client + one GetItem | answer | modules loaded |",
+            "|---|---|---:|---:|---:|---|---:|",
         ]
         events = {
             "boto3": "bare `import boto3`, one client, one GetItem",
@@ -371,7 +381,7 @@ def imports_table(imports: dict[str, Any]) -> list[str]:
         for row in first["rows"]:
             event = events.get(row["handler"], row["handler"])
             lines.append(
-                f"| {event} | {row['first_answer_ms']:.0f} | {row['import_ms']:.0f} "
+                f"| {event} | {row.get('asset', 'source')} | {row['first_answer_ms']:.0f} | {row['import_ms']:.0f} "
                 f"| {_fmt(row['ratio_to_boto3_first_request'], 2)} | {', '.join(row['statuses'])} "
                 f"| {row['modules_loaded']:.0f} |"
             )

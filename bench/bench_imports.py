@@ -8,16 +8,24 @@ elsewhere on the machine is spread over all of them), after one untimed round th
   container's (``LAMBDA_TASK_ROOT`` set) with tracing off (``POWERTOOLS_TRACE_DISABLED=true``), and again with
   tracing on, where Powertools' Tracer and the X-Ray SDK load at import. As a cross-check, the whole
   interpreter's wall time minus an empty interpreter's (``-c pass``).
-* **First answered request** — on a moto server: a fresh interpreter imports the handler, then calls it once
-  with the event its trigger sends (run: ``POST /conversations/{id}/turns``; submit: the submit of a waiting
-  turn; worker: the SQS event of a submitted turn; sweeper: the EventBridge schedule; retention: a TTL removal
-  from the turns table's stream). The time from before the import to the answer includes the clients' creation
-  and every request the invocation makes. The baseline is a bare ``import boto3`` + one client + one
-  ``GetItem`` in the same kind of interpreter. Each run gets its own waiting turn / queued message, prepared
-  beforehand in this process through the handlers.
+* **First answered request** — from each function's *built asset* (``agentturn.cdk.bundling.build_asset`` for
+  the Lambda's Python, ``--python``, default 3.12), run by an interpreter of that version (pyenv's, or
+  ``$AGENTTURN_LAMBDA_PYTHON``) with nothing but the asset and the standard library on the path (``-I -S``),
+  the asset bind-mounted read-only like ``/var/task`` where the machine allows it (``-B`` otherwise), on a
+  moto server: a fresh interpreter imports ``app`` and calls ``app.handler`` once with the event its trigger
+  sends (run: ``POST /conversations/{id}/turns``; submit: the submit of a waiting turn; worker: the SQS event
+  of a submitted turn; sweeper: the EventBridge schedule; retention: a TTL removal from the turns table's
+  stream). The time from the script's first line to the answer includes the clients' creation and every request
+  the invocation makes. Each asset is measured twice: as deployed (*pyc*: the byte code of that Python) and
+  without its ``__pycache__`` folders (*source*, as assets were before), beside the anchor — a bare
+  ``import boto3`` + one client + one ``GetItem``, boto3 from the asset with byte code (the runtime's own
+  boto3 is precompiled) and without — all alternating in the same rounds, after one untimed round. The
+  1-minute load average is recorded around every sample. Each run gets its own waiting turn / queued message,
+  prepared beforehand in this process through the handlers. ``--importtime-dir`` also writes each child's
+  ``-X importtime`` report (where the time goes; not for the figures).
 
-Handlers are imported as the functional tests and the bundle do: ``functions.<name>.app`` with the repository
-root on ``sys.path``.
+The import table imports handlers as the functional tests do (``functions.<name>.app`` with the repository root
+on ``sys.path``, this interpreter); ``--first-request-only`` skips it.
 
     python -m bench.bench_imports [--runs 5] [--out bench/results/imports.json]
 """
@@ -28,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,13 +51,16 @@ from tests.support.lambda_process import lambda_env
 
 REPO = Path(__file__).resolve().parent.parent
 HANDLERS = ("run", "submit", "worker", "sweeper", "retention")
+#: The construct's default runtime: what the assets are built and measured for unless ``--python`` says otherwise.
+DEPLOY_PYTHON = "3.12"
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)\s*$")
 
-#: The child that answers one request: times its own import and invocation, writes them to argv[2].
+#: The child that answers one request from a built asset: times its own import and invocation, writes them to
+#: argv[2]. The Lambda context is made here (the asset holds no agentturn.local).
 _FIRST_REQUEST = """
 import time
 started = time.perf_counter()
-import json, sys
+import json, sys, uuid
 kind, out, event_path = sys.argv[1], sys.argv[2], sys.argv[3]
 if kind == "boto3":
     import boto3
@@ -57,12 +69,23 @@ if kind == "boto3":
     client.get_item(TableName=json.load(open(event_path))["table"], Key={"turnId": {"S": "none"}})
     status = "ok"
 else:
-    import importlib
-    app = importlib.import_module(f"functions.{kind}.app")
+    import app
     imported = time.perf_counter()
-    from agentturn.local.lambda_context import LocalLambdaContext
+
+    class Context:
+        function_name = f"agentturn-{kind}"
+        memory_limit_in_mb = 1024
+        function_version = "$LATEST"
+        aws_request_id = str(uuid.uuid4())
+        invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:agentturn-{kind}"
+        log_group_name = f"/aws/lambda/agentturn-{kind}"
+        log_stream_name = "cold"
+
+        def get_remaining_time_in_millis(self):
+            return max(0, 60_000 - int((time.perf_counter() - imported) * 1000))
+
     event = json.load(open(event_path))
-    result = app.handler(event, LocalLambdaContext(function_name=f"agentturn-{kind}", timeout_ms=60_000))
+    result = app.handler(event, Context())
     status = str(result.get("statusCode", "ok") if isinstance(result, dict) else "ok")
     if isinstance(result, dict) and result.get("batchItemFailures"):
         status = f"failures {result['batchItemFailures']}"
@@ -70,6 +93,8 @@ answered = time.perf_counter()
 json.dump({"import_ms": (imported - started) * 1000, "total_ms": (answered - started) * 1000,
            "status": status, "modules": len(sys.modules)}, open(out, "w"))
 """
+#: The two assets of each function: with the target's byte code (what is deployed) and without (as before).
+VARIANTS = ("pyc", "source")
 
 
 def _env(*, tracing: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -133,9 +158,35 @@ def measure_imports(modules: list[str], runs: int) -> dict[str, Any]:
     return {"empty_interpreter_ms": empty_wall * 1000, "modules": rows}
 
 
-def measure_first_requests(runs: int) -> dict[str, Any]:
-    """Fresh interpreter → import → one answered request, on a moto server, per handler and for boto3."""
+def build_assets(folder: Path, python_version: str) -> dict[str, dict[str, Path]]:
+    """``{variant: {function: asset}}``: each function's deployed asset (byte code of ``python_version``), and
+    the same tree without its ``__pycache__`` folders."""
+    from agentturn.cdk.bundling import AssetInputs, DependencySpec, Target, build_asset
+
+    spec = DependencySpec.for_target(Target(python_version, "x86_64"))
+    inputs = AssetInputs(modules=("agentturn.demo",), sdk_tracing=False)
+    assets: dict[str, dict[str, Path]] = {variant: {} for variant in VARIANTS}
+    for name in HANDLERS:
+        built = folder / "pyc" / name
+        build_asset(name, spec, built, inputs)
+        assets["pyc"][name] = built
+        assets["source"][name] = folder / "source" / name
+        shutil.copytree(built, assets["source"][name], ignore=shutil.ignore_patterns("__pycache__"))
+    return assets
+
+
+def measure_first_requests(
+    runs: int, python_version: str = DEPLOY_PYTHON, importtime_dir: Path | None = None
+) -> dict[str, Any]:
+    """Fresh interpreter of the Lambda's version → import from the built asset, read-only → one answered request,
+    on a moto server, per handler and asset variant, and for the bare boto3 anchor, in the same rounds.
+
+    With ``importtime_dir``, each child also runs with ``-X importtime`` (slower: for finding where the time
+    goes, not for the figures) and its report is written there as ``<handler>.<variant>.txt``."""
+    from tests.support.task_root import can_mount_read_only, python_in_asset
+
     from agentturn.api.wiring import services_from_env
+    from agentturn.cdk.bytecode import target_interpreter
     from bench._aws_counter import AwsCounter
     from bench._aws_setup import client, ours_resources
     from bench._handlers import (
@@ -150,9 +201,15 @@ def measure_first_requests(runs: int) -> dict[str, Any]:
     )
     from bench._moto import MotoServer, use_fake_aws_env
 
+    interpreter = target_interpreter(python_version)
+    if interpreter is None:
+        raise SystemExit(f"no Python {python_version} here: set $AGENTTURN_LAMBDA_PYTHON or use --python")
     use_fake_aws_env()
-    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in ("boto3", *HANDLERS)}
-    with MotoServer() as moto, tempfile.TemporaryDirectory() as folder:
+    samples: dict[str, list[dict[str, Any]]] = {}
+    loads: list[float] = []
+    with MotoServer() as moto, tempfile.TemporaryDirectory(prefix="agentturn-cold-") as scratch:
+        folder = Path(scratch)
+        assets = build_assets(folder / "assets", python_version)
         plain = client("dynamodb", moto.endpoint_url)
         resources = ours_resources(moto.endpoint_url, AwsCounter(), plain)
         environment = {
@@ -196,57 +253,90 @@ def measure_first_requests(runs: int) -> dict[str, Any]:
             "sweeper": schedule_event,
             "retention": lambda: retention_event,
         }
-        env = _env(tracing=False, extra=environment)
         for round_number in range(runs + 1):
-            for name, make_event in events.items():
-                event_path, out = Path(folder) / f"{name}.event.json", Path(folder) / f"{name}.out.json"
-                event_path.write_text(json.dumps(make_event(), ensure_ascii=False))
-                completed = subprocess.run(
-                    [sys.executable, "-c", _FIRST_REQUEST, name, str(out), str(event_path)],
-                    cwd=REPO,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                    check=False,
-                )
-                if completed.returncode != 0:
-                    raise RuntimeError(f"first request of {name} failed: {completed.stderr[-2000:]}")
-                if round_number > 0:  # the first round writes byte-code caches
-                    samples[name].append(json.loads(out.read_text()))
-                for message in handled:
-                    # The worker answered: what its event source mapping then deletes.
-                    sqs.delete_message(QueueUrl=resources.queue_url, ReceiptHandle=message["ReceiptHandle"])
-                handled.clear()
+            for variant in VARIANTS:
+                for name, make_event in events.items():
+                    # The anchor imports boto3 from an asset too (the smallest): the same pinned version.
+                    asset = assets[variant]["retention" if name == "boto3" else name]
+                    key = f"{name}/{variant}"
+                    event_path, out = folder / f"{name}.event.json", folder / f"{name}.out.json"
+                    event_path.write_text(json.dumps(make_event(), ensure_ascii=False))
+                    env = _env(tracing=False, extra={**environment, "LAMBDA_TASK_ROOT": str(asset)})
+                    env.pop("PYTHONPATH", None)
+                    before = os.getloadavg()[0]
+                    completed = subprocess.run(
+                        python_in_asset(
+                            interpreter,
+                            asset,
+                            _FIRST_REQUEST,
+                            name,
+                            str(out),
+                            str(event_path),
+                            options=("-X", "importtime") if importtime_dir else (),
+                        ),
+                        cwd=asset,
+                        env={**env, "AWS_LAMBDA_FUNCTION_NAME": f"agentturn-{name}"},
+                        capture_output=True,
+                        text=True,
+                        timeout=120,
+                        check=False,
+                    )
+                    if completed.returncode != 0:
+                        raise RuntimeError(f"first request of {key} failed: {completed.stderr[-2000:]}")
+                    if importtime_dir is not None:
+                        importtime_dir.mkdir(parents=True, exist_ok=True)
+                        (importtime_dir / f"{name}.{variant}.txt").write_text(completed.stderr)
+                    if round_number > 0:  # the first round reads the assets into the page cache
+                        samples.setdefault(key, []).append(json.loads(out.read_text()))
+                        loads += [before, os.getloadavg()[0]]
+                    for message in handled:
+                        # The worker answered: what its event source mapping then deletes.
+                        sqs.delete_message(QueueUrl=resources.queue_url, ReceiptHandle=message["ReceiptHandle"])
+                    handled.clear()
     rows = []
-    for name, runs_of in samples.items():
+    for key, runs_of in samples.items():
+        name, variant = key.split("/")
         rows.append(
             {
                 "handler": name,
+                "asset": variant,
                 "import_ms": statistics.median(s["import_ms"] for s in runs_of),
                 "first_answer_ms": statistics.median(s["total_ms"] for s in runs_of),
+                "first_answer_ms_runs": [round(s["total_ms"], 1) for s in runs_of],
                 "statuses": sorted({s["status"] for s in runs_of}),
                 "modules_loaded": statistics.median(s["modules"] for s in runs_of),
             }
         )
-    baseline = rows[0]["first_answer_ms"]
+    # The anchor is boto3 with byte code: the runtime's own boto3 is precompiled.
+    baseline = next(r["first_answer_ms"] for r in rows if r["handler"] == "boto3" and r["asset"] == "pyc")
     for row in rows:
-        row["ratio_to_boto3_first_request"] = row["first_answer_ms"] / baseline if baseline else None
-    return {"rows": rows}
+        row["ratio_to_boto3_first_request"] = row["first_answer_ms"] / baseline
+    return {
+        "python": python_version,
+        "interpreter": interpreter,
+        "read_only_mount": can_mount_read_only(),
+        "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
+        "rows": sorted(rows, key=lambda r: (VARIANTS.index(r["asset"]), r["handler"] != "boto3")),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-first-request", action="store_true", help="imports only (no emulator)")
+    parser.add_argument("--first-request-only", action="store_true", help="skip the source tree's import table")
+    parser.add_argument("--importtime-dir", type=Path, help="also write each child's -X importtime report here")
+    parser.add_argument("--python", default=DEPLOY_PYTHON, help="the Lambda runtime's version (default 3.12)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/imports.json"))
     args = parser.parse_args()
     present = [name for name in HANDLERS if (REPO / "functions" / name / "app.py").exists()]
     modules = ["boto3", *(f"functions.{name}.app" for name in present)]
-    payload: dict[str, Any] = {"runs": args.runs, **measure_imports(modules, args.runs)}
+    payload: dict[str, Any] = {"runs": args.runs, "modules": []}
+    if not args.first_request_only:
+        payload.update(measure_imports(modules, args.runs))
     payload["missing_handlers"] = [name for name in HANDLERS if name not in present]
     if not args.no_first_request:
-        payload["first_request"] = measure_first_requests(args.runs)
+        payload["first_request"] = measure_first_requests(args.runs, args.python, args.importtime_dir)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2))
     for row in payload["modules"]:
@@ -255,9 +345,15 @@ def main() -> None:
             f"{row['module']:>24} import {row['importtime_ms']:7.1f} ms ×boto3 {row['ratio_to_boto3']:.2f}  "
             f"tracing on {on if on is None else f'{on:.1f}'} ms  wall-empty {row['wall_minus_empty_ms']:7.1f} ms"
         )
+    first = payload.get("first_request")
+    if first:
+        print(
+            f"first answered request, built assets, Python {first['python']}, read-only: {first['read_only_mount']}, "
+            f"load average (1 min) median {first['load_average_1m']['median']:.2f}"
+        )
     for row in payload.get("first_request", {}).get("rows", []):
         print(
-            f"{row['handler']:>10} first answer {row['first_answer_ms']:7.1f} ms "
+            f"{row['handler']:>10} {row['asset']:>6} first answer {row['first_answer_ms']:7.1f} ms "
             f"(import {row['import_ms']:.1f} ms) ×boto3+GetItem {row['ratio_to_boto3_first_request']:.2f} "
             f"{row['statuses']}"
         )

@@ -18,6 +18,7 @@ from typing import Any, Final
 import pytest
 
 from agentturn.cdk.bundling import DEPLOY_TARGET, BundlingError, DependencySpec, ensure_dependencies, local_target
+from agentturn.cdk.bytecode import cache_tag
 from tests.infra.lambda_probe import run_handler
 from tests.infra.synth import Synth, file_assets, refs, synthesise
 
@@ -116,7 +117,8 @@ def test_asset_holds_the_function_the_package_and_wheels(bundled: Synth, functio
     (extension,) = (asset / "pydantic_core").glob("_pydantic_core.*.so")
     machine = "x86_64" if target.architecture == "x86_64" else "aarch64"
     assert f"cpython-{target.abi[2:]}-{machine}-linux-gnu" in extension.name
-    assert not list(asset.rglob("__pycache__")), "compiled caches of this machine's interpreter were shipped"
+    # Byte code of the target's Python only (agentturn.cdk.bytecode; test_asset_bytecode.py checks it in full).
+    assert {pyc.name.split(".")[-2] for pyc in asset.rglob("*.pyc")} == {cache_tag(target.python_version)}
     assert not (asset / "bin").exists()
     assert not (asset / ".complete").exists()
 

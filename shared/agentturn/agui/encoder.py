@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from agentturn.agui.events import AgUiModel
+if TYPE_CHECKING:
+    # Only a type here: the events' pydantic models are not built by a process that never streams AG-UI (the run
+    # function registers the route, and so imports this module, for every request).
+    from agentturn.agui.events import AgUiModel
 
 CONTENT_TYPE: Final = "text/event-stream"
 #: What an SSE answer carries besides its type: never cached or transformed by a proxy (buffering would hold
