@@ -543,7 +543,6 @@ def test_validation_never_calls_into_wording_while_it_walks(monkeypatch: pytest.
 )
 def test_a_format_check_on_a_long_value_is_answered_within_the_budget(fmt: str, value: str, valid: bool | None) -> None:
     # GIVEN a form with a format, and a value near the size limit shaped to make a backtracking matcher explode
-
     schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}}
     form_validator(schema)
     # WHEN it is submitted
