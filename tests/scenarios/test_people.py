@@ -16,44 +16,25 @@ from agentturn import (
     Principal,
     ResumeCommand,
     Runner,
-    ScriptedChatModel,
-    Tool,
-    ToolApprovalDecision,
-    ToolCall,
     Turn,
     TurnStatus,
 )
 from agentturn.errors import RefusalReason
 from agentturn.ports.audit import OutcomeLog, ToolOutcome, fingerprint
 from tests.scenarios.conftest import Backend
-from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
+from tests.scenarios.people_support import ROUNDS, FixedClock, race_with_sweeper
+from tests.scenarios.people_support import refund_agent as shared_refund_agent
 
 REQUESTER = Principal("requester", frozenset({"finance"}))
 ANN = Principal("ann", frozenset({"finance"}))
 BEN = Principal("ben", frozenset({"finance", "oncall"}))
 OUTSIDER = Principal("eve", frozenset({"sales"}))
-REFUND = ai_calls(("call-r", "issue_refund", {"orderId": "O-1001", "amount": 4200}))
+FINANCE_TWO = Approvers(groups=("finance",), quorum=2, exclude_requester=True)
 
 
 def refund_agent(refunds: list[dict[str, Any]], *, fails_with: str | None = None) -> Agent:
-    def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
-        return ToolApprovalDecision.require_approval(
-            "refund over 1,000", approvers=Approvers(groups=("finance",), quorum=2, exclude_requester=True)
-        )
-
-    def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
-        if fails_with is not None:
-            raise RuntimeError(fails_with)
-        refunds.append(arguments)
-        return {"refunded": arguments["amount"]}
-
-    return Agent(
-        id="refund-agent",
-        instructions="",
-        chat_model=ScriptedChatModel(reply_after_tools(REFUND, final_from_last_tool)),
-        tools=[Tool("issue_refund", "refund", issue_refund)],
-        approval_policy=policy,
-    )
+    """Refunds over 1,000 wait for two of finance, the requester excluded."""
+    return shared_refund_agent(refunds, FINANCE_TWO, fails_with=fails_with)
 
 
 def _card(backend: Backend, turn: Turn) -> ApprovalMessage:
@@ -152,24 +133,8 @@ def test_one_rejection_of_finance_rejects(backend: Backend) -> None:
     ]
 
 
-class _FixedClock:
-    """A clock that reads one instant (each reading a hair later, so timestamps still sort)."""
-
-    def __init__(self, at: float) -> None:
-        self.at = at
-
-    def __call__(self) -> float:
-        self.at += 1e-6
-        return self.at
-
-
-ROUNDS = 100
-
-
 def test_the_deciding_approval_racing_the_deadline_has_exactly_one_winner(backend: Backend) -> None:
     # GIVEN refunds waiting for two of finance with a deadline, one approval already given
-    import threading
-
     from agentturn import ExecutionPolicy
 
     agent = refund_agent([])
@@ -184,44 +149,24 @@ def test_the_deciding_approval_racing_the_deadline_has_exactly_one_winner(backen
         assert deadline is not None
         # WHEN the second approval (its clock just before the deadline) and the sweeper's expiry (just after) race
         approver = Runner(
-            store=backend.store, chat_memory=backend.memory, agents=[agent], clock=_FixedClock(deadline - 0.5)
+            store=backend.store, chat_memory=backend.memory, agents=[agent], clock=FixedClock(deadline - 0.5)
         )
         sweeper = Runner(
-            store=backend.store, chat_memory=backend.memory, agents=[agent], clock=_FixedClock(deadline + 0.5)
+            store=backend.store, chat_memory=backend.memory, agents=[agent], clock=FixedClock(deadline + 0.5)
         )
-        start = threading.Barrier(2)
-        outcome: dict[str, object] = {}
-
-        def approve(
-            approver: Any = approver, start: Any = start, outcome: Any = outcome, turn_id: str = waiting.id
-        ) -> None:
-            start.wait()
-            try:
-                approver.submit_resume(turn_id, ResumeCommand.approve_tool("call-r").by(BEN))
-                outcome["approved"] = True
-            except InvalidResumeError as refused:
-                outcome["approved"] = refused.reason
-
-        def expire(sweeper: Any = sweeper, start: Any = start, turn_id: str = waiting.id) -> None:
-            start.wait()
-            sweeper.expire(turn_id)
-
-        # Either may be scheduled first: the order they are started in alternates between rounds.
-        threads = [threading.Thread(target=approve), threading.Thread(target=expire)][:: 1 if round_ % 2 else -1]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-            assert not thread.is_alive()
+        # (either may be scheduled first: the order they are started in alternates between rounds)
+        answer = race_with_sweeper(
+            approver, sweeper, waiting.id, ResumeCommand.approve_tool("call-r").by(BEN), sweeper_first=round_ % 2 == 0
+        )
         # THEN exactly one wins: the card is APPROVED and the approver was told so, or EXPIRED and they were refused
         card = _card_of(backend, waiting, f"requester/race-{round_}")
-        if outcome["approved"] is True:
+        if not isinstance(answer, InvalidResumeError):
             assert card.status is ApprovalStatus.APPROVED
             answered += 1
         else:
-            assert card.status is ApprovalStatus.EXPIRED, (round_, outcome, card.status)
-            assert outcome["approved"] in ("action_not_pending", "input_expired", "not_waiting"), outcome
-            reasons.append(str(outcome["approved"]))
+            assert card.status is ApprovalStatus.EXPIRED, (round_, answer, card.status)
+            assert answer.reason in ("action_not_pending", "input_expired", "not_waiting"), answer
+            reasons.append(str(answer.reason))
             expired += 1
     assert answered + expired == ROUNDS
     won = f"the approval won {answered}, the deadline {expired} (the approver told {sorted(set(reasons))})"

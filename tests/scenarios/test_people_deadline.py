@@ -4,7 +4,6 @@ through the overdue index."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -23,9 +22,6 @@ from agentturn import (
     ResumeCommand,
     Runner,
     ScriptedChatModel,
-    Tool,
-    ToolApprovalDecision,
-    ToolCall,
     Turn,
     TurnStatus,
     UserInputTool,
@@ -35,31 +31,13 @@ from agentturn.engine.events import EventType
 from agentturn.errors import RefusalReason
 from agentturn.state.approvers import DEADLINE_SUBJECT, DecisionSource
 from tests.scenarios.conftest import Backend
+from tests.scenarios.people_support import HOUR, ROUNDS, FixedClock, race_with_sweeper, refund_agent
 from tests.scenarios.scripts import MEETING_SCHEMA, ai_calls, final_from_last_tool, reply_after_tools
 
 ANN = Principal("ann", frozenset({"finance"}))
 CARL = Principal("carl", frozenset({"finance", "managers"}))
 BOSS = Principal("bob", frozenset({"managers"}))
 DANA = Principal("dana", frozenset({"managers"}))
-REFUND = ai_calls(("call-r", "issue_refund", {"orderId": "O-1001", "amount": 4200}))
-HOUR = 3600.0
-
-
-def refund_agent(refunds: list[dict[str, Any]], approvers: Approvers) -> Agent:
-    def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
-        return ToolApprovalDecision.require_approval("refund over 1,000", approvers=approvers)
-
-    def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
-        refunds.append(arguments)
-        return {"refunded": arguments["amount"]}
-
-    return Agent(
-        id="refund-agent",
-        instructions="",
-        chat_model=ScriptedChatModel(reply_after_tools(REFUND, final_from_last_tool)),
-        tools=[Tool("issue_refund", "refund", issue_refund)],
-        approval_policy=policy,
-    )
 
 
 def _approval(backend: Backend, turn: Turn, conversation: str = "requester/c") -> ApprovalMessage:
@@ -255,20 +233,6 @@ def test_a_forms_default_answer_is_submitted_at_the_deadline(backend: Backend) -
     assert (record.subject, record.source, record.outcome) == (DEADLINE_SUBJECT, DecisionSource.DEADLINE, "SUBMITTED")
 
 
-class _FixedClock:
-    """A clock standing at ``at`` (creeping up by a microsecond a reading, as time does)."""
-
-    def __init__(self, at: float) -> None:
-        self.at = at
-
-    def __call__(self) -> float:
-        self.at += 1e-6
-        return self.at
-
-
-ROUNDS = 100
-
-
 def test_an_answer_racing_the_default_answer_has_exactly_one_winner(backend: Backend) -> None:
     # GIVEN refunds waiting for finance, rejected by default at the deadline
     approvers = Approvers(groups=("finance",), deadline_after=HOUR, at_deadline=AtDeadline.reject("nobody answered"))
@@ -281,41 +245,21 @@ def test_an_answer_racing_the_default_answer_has_exactly_one_winner(backend: Bac
         people = waiting.suspensions[0].people
         assert people is not None and people.deadline_at is not None
         # WHEN finance's approval (its clock just before the deadline) and the sweeper (just after) race
-        approver = Runner(backend.store, backend.memory, [agent], clock=_FixedClock(people.deadline_at - 0.5))
-        sweeper = Runner(backend.store, backend.memory, [agent], clock=_FixedClock(people.deadline_at + 0.5))
-        start = threading.Barrier(2)
-        outcome: dict[str, object] = {}
-
-        def approve(
-            approver: Runner = approver, start: Any = start, outcome: Any = outcome, tid: str = waiting.id
-        ) -> None:
-            start.wait()
-            try:
-                approver.submit_resume(tid, ResumeCommand.approve_tool("call-r").by(ANN))
-                outcome["person"] = True
-            except InvalidResumeError as refused:
-                outcome["person"] = refused.reason
-
-        def sweep(sweeper: Runner = sweeper, start: Any = start, tid: str = waiting.id) -> None:
-            start.wait()
-            sweeper.expire(tid)
-
-        threads = [threading.Thread(target=approve), threading.Thread(target=sweep)][:: 1 if round_ % 2 else -1]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-            assert not thread.is_alive()
+        approver = Runner(backend.store, backend.memory, [agent], clock=FixedClock(people.deadline_at - 0.5))
+        sweeper = Runner(backend.store, backend.memory, [agent], clock=FixedClock(people.deadline_at + 0.5))
+        answer = race_with_sweeper(
+            approver, sweeper, waiting.id, ResumeCommand.approve_tool("call-r").by(ANN), sweeper_first=round_ % 2 == 0
+        )
         # THEN exactly one decided the card: the person (APPROVED) or the deadline (REJECTED, the person refused)
         card = _approval(backend, waiting, conversation)
         assert card.people is not None
         deciders = [d.subject for d in card.people.decisions]
-        if outcome["person"] is True:
+        if not isinstance(answer, InvalidResumeError):
             assert card.status is ApprovalStatus.APPROVED and deciders == ["ann"], (round_, card)
             won["person"] += 1
         else:
             assert card.status is ApprovalStatus.REJECTED and deciders == [DEADLINE_SUBJECT], (round_, card)
-            assert outcome["person"] in (RefusalReason.ACTION_NOT_PENDING, RefusalReason.NOT_WAITING), outcome
+            assert answer.reason in (RefusalReason.ACTION_NOT_PENDING, RefusalReason.NOT_WAITING), answer
             won["deadline"] += 1
         assert len(runner.audit(waiting.id)) == 1
     assert won["person"] + won["deadline"] == ROUNDS

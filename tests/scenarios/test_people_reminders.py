@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -14,11 +13,6 @@ from agentturn import (
     InvalidResumeError,
     Principal,
     ResumeCommand,
-    Runner,
-    ScriptedChatModel,
-    Tool,
-    ToolApprovalDecision,
-    ToolCall,
     Turn,
     TurnStatus,
 )
@@ -26,34 +20,19 @@ from agentturn.engine.events import EventType
 from agentturn.listeners.notifications import notice_of
 from agentturn.timeline.inbox import Inbox
 from tests.scenarios.conftest import Backend
-from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
+from tests.scenarios.people_support import HOUR, race_with_sweeper
+from tests.scenarios.people_support import refund_agent as shared_refund_agent
 
 ANN = Principal("ann", frozenset({"finance"}))
 BOSS = Principal("bob", frozenset({"managers"}))
-REFUND = ai_calls(("call-r", "issue_refund", {"orderId": "O-1001", "amount": 4200}))
-HOUR = 3600.0
+FINANCE_THEN_MANAGERS = Approvers(
+    groups=("finance",), remind_after=HOUR, escalate_after=4 * HOUR, escalate_to="managers"
+)
 
 
 def refund_agent(refunds: list[dict[str, Any]]) -> Agent:
-    def policy(turn: Turn, call: ToolCall, tool: Tool) -> ToolApprovalDecision:
-        return ToolApprovalDecision.require_approval(
-            "refund over 1,000",
-            approvers=Approvers(
-                groups=("finance",), remind_after=HOUR, escalate_after=4 * HOUR, escalate_to="managers"
-            ),
-        )
-
-    def issue_refund(arguments: dict[str, Any]) -> dict[str, Any]:
-        refunds.append(arguments)
-        return {"refunded": arguments["amount"]}
-
-    return Agent(
-        id="refund-agent",
-        instructions="",
-        chat_model=ScriptedChatModel(reply_after_tools(REFUND, final_from_last_tool)),
-        tools=[Tool("issue_refund", "refund", issue_refund)],
-        approval_policy=policy,
-    )
+    """Refunds over 1,000 wait for finance: reminded after an hour, escalated to managers after four."""
+    return shared_refund_agent(refunds, FINANCE_THEN_MANAGERS)
 
 
 def _of(backend: Backend, kind: EventType) -> list[Any]:
@@ -118,31 +97,6 @@ def test_a_reminder_once_then_an_escalation_moves_the_card(backend: Backend) -> 
     assert runner.run_turn(waiting.id).status is TurnStatus.COMPLETED and len(refunds) == 1
 
 
-def _race(runner: Runner, turn_id: str) -> dict[str, object]:
-    """An approval by finance and the sweeper's act on the turn, started together; what each returned."""
-    outcome: dict[str, object] = {}
-    start = threading.Barrier(2)
-
-    def answer() -> None:
-        start.wait()
-        try:
-            outcome["answer"] = runner.submit_resume(turn_id, ResumeCommand.approve_tool("call-r").by(ANN))
-        except InvalidResumeError as exc:
-            outcome["answer"] = exc
-
-    def sweep() -> None:
-        start.wait()
-        outcome["sweep"] = runner.expire(turn_id)
-
-    threads = [threading.Thread(target=answer), threading.Thread(target=sweep)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert set(outcome) == {"answer", "sweep"}, outcome
-    return outcome
-
-
 def test_an_answer_racing_the_escalation_exactly_one_wins(backend: Backend) -> None:
     # GIVEN 100 rounds of a card due to escalate, answered by finance at the same moment the sweeper acts
     agent = refund_agent([])
@@ -151,13 +105,13 @@ def test_an_answer_racing_the_escalation_exactly_one_wins(backend: Backend) -> N
     for n in range(rounds):
         waiting = runner.run(agent, f"requester/c{n}", "refund", metadata={"ownerId": "requester"})
         backend.clock.advance(4 * HOUR + 1)
-        outcome = _race(runner, waiting.id)
+        answer = race_with_sweeper(runner, runner, waiting.id, ResumeCommand.approve_tool("call-r").by(ANN))
         # WHEN both are done THEN exactly one won: approved (never escalated after), or escalated (answer refused)
         stored = backend.store.load(waiting.id)
         people = stored.suspensions[0].people if stored.suspensions else None
-        answered = not isinstance(outcome["answer"], InvalidResumeError)
+        answered = not isinstance(answer, InvalidResumeError)
         escalated = people is not None and people.escalated_at is not None
-        assert answered != escalated, (n, outcome, people)
+        assert answered != escalated, (n, answer, people)
         if answered:
             assert stored.status is not TurnStatus.WAITING_FOR_APPROVAL
 
