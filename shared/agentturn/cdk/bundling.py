@@ -71,6 +71,7 @@ from agentturn._sources import code_layout
 from agentturn.cdk.bytecode import cache_tag, compile_asset, compiled_tree, target_interpreter
 from agentturn.cdk.closure import AWS_SERVICES, Closure, function_closure, kept_service_model, tree_entries
 from agentturn.cdk.settings import Architecture
+from agentturn.cdk.staging import build_once, link_or_copy
 
 PACKAGE_DIR: Final = Path(__file__).resolve().parent.parent
 #: Where a checkout would hold ``pyproject.toml`` (the package is ``shared/agentturn``).
@@ -259,20 +260,12 @@ def ensure_dependencies(spec: DependencySpec) -> Path:
     final = root / key
     if not (final / _COMPLETE).exists():
         root.mkdir(parents=True, exist_ok=True)
-        # Install into a private directory and rename: a concurrent synth never sees half a tree.
-        scratch = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=root))
-        try:
-            _pip_install(spec, scratch / "site")
-            (scratch / "site" / _COMPLETE).write_text(
-                json.dumps({"requirements": spec.requirements, "pins": spec.pins})
-            )
-            try:
-                os.replace(scratch / "site", final)
-            except OSError:
-                if not (final / _COMPLETE).exists():  # not a concurrent winner: a real failure
-                    raise
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+
+        def install(site: Path) -> str:
+            _pip_install(spec, site)
+            return json.dumps({"requirements": spec.requirements, "pins": spec.pins})
+
+        build_once(final, _COMPLETE, install)
     _installed_this_process[key] = final
     return final
 
@@ -335,15 +328,6 @@ def tree_digest(root: Path, *, exclude: tuple[str, ...] = ()) -> str:
         digest.update(name.encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
-
-
-def _link_or_copy(source: str, destination: str) -> None:
-    # The cache and cdk.out are on the same file system in a checkout: hard links make the copy of a
-    # ~25 MB tree nearly free. Nothing writes to an asset once staged, so sharing inodes is safe.
-    try:
-        os.link(source, destination)
-    except OSError:
-        shutil.copy2(source, destination)
 
 
 def code_entries(code: Iterable[Path]) -> list[tuple[str, Path]]:
@@ -454,11 +438,11 @@ def _copy_dependencies(
         if source.name == "__pycache__" or source.name.startswith(".bytecode-"):
             continue
         if source.is_file():
-            _link_or_copy(str(source), str(output / entry))
+            link_or_copy(str(source), str(output / entry))
             compiled = tree / "__pycache__" / f"{source.stem}.{cache_tag(python_version)}.pyc"
             if bytecode and source.suffix == ".py" and compiled.is_file():  # a top-level module's byte code
                 (output / "__pycache__").mkdir(exist_ok=True)
-                _link_or_copy(str(compiled), str(output / "__pycache__" / compiled.name))
+                link_or_copy(str(compiled), str(output / "__pycache__" / compiled.name))
             continue
 
         def ignore(directory: str, names: list[str]) -> set[str]:
@@ -467,7 +451,7 @@ def _copy_dependencies(
                 ignored |= {name for name in names if not kept_service_model(name, services)}
             return ignored
 
-        shutil.copytree(source, output / entry, ignore=ignore, copy_function=_link_or_copy)
+        shutil.copytree(source, output / entry, ignore=ignore, copy_function=link_or_copy)
 
 
 def build_asset(function: str, spec: DependencySpec, output: Path, inputs: AssetInputs | None = None) -> None:

@@ -37,11 +37,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
+
+from agentturn.cdk.staging import build_once, link_or_copy
 
 #: Where a Python Lambda's code is unpacked: what ``co_filename`` names.
 TASK_ROOT: Final = "/var/task"
@@ -141,30 +142,13 @@ def compiled_tree(tree: Path, python_version: str) -> Path | None:
     final = tree.with_name(f"{tree.name}.{cache_tag(python_version)}")
     if (final / _COMPILED).exists():
         return final
-    # Built in a private directory and renamed: a concurrent synth never sees half a tree.
-    scratch = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=tree.parent))
-    try:
-        shutil.copytree(tree, scratch / "tree", copy_function=_link_or_copy)
-        if not compile_asset(scratch / "tree", python_version):
-            return None
-        (scratch / "tree" / _COMPILED).write_text("unchecked-hash\n")
-        try:
-            os.replace(scratch / "tree", final)
-        except OSError:
-            if not (final / _COMPILED).exists():  # not a concurrent winner: a real failure
-                raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return final
+
+    def compiled(copy: Path) -> str | None:
+        shutil.copytree(tree, copy, copy_function=link_or_copy)
+        return "unchecked-hash\n" if compile_asset(copy, python_version) else None
+
+    return final if build_once(final, _COMPILED, compiled) else None
 
 
 #: The file that marks a compiled tree complete.
 _COMPILED: Final = ".bytecode-complete"
-
-
-def _link_or_copy(source: str, destination: str) -> None:
-    # compileall writes new files beside the sources and never rewrites one, so sharing inodes is safe.
-    try:
-        os.link(source, destination)
-    except OSError:
-        shutil.copy2(source, destination)
