@@ -71,16 +71,21 @@ class InputRoundRequired(Exception):
         keys = [request.key for request in requests]
         if any(not isinstance(key, str) or not key for key in keys) or len(set(keys)) != len(keys):
             raise ValueError(f"input request keys must be distinct non-empty strings, got {keys!r}")
-        frozen = json.loads(json.dumps(dict(state)))  # JSON only: it is stored as is
-        size = len(json.dumps(frozen, separators=(",", ":")).encode())
-        if size > MAX_ROUND_STATE_BYTES:
-            raise ValueError(f"an input round's state holds {size} bytes; at most {MAX_ROUND_STATE_BYTES} are kept")
         super().__init__(f"input required: {', '.join(repr(key) for key in keys)}")
         self.requests = tuple(requests)
-        self.state: dict[str, Any] = frozen
+        self.state: dict[str, Any] = _kept_state(state, "an input round's state")
         #: seconds the round's cards may wait at most (sooner than the agent's own input timeout): a question that
         #: is only answerable for a while (an older MCP server holding its call open) expires with it, as ``cancel``
         self.expires_in = expires_in
+
+
+def _kept_state(state: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """``state`` as the call keeps it: JSON only (it is stored as is), at most :data:`MAX_ROUND_STATE_BYTES`."""
+    frozen: dict[str, Any] = json.loads(json.dumps(dict(state)))
+    size = len(json.dumps(frozen, separators=(",", ":")).encode())
+    if size > MAX_ROUND_STATE_BYTES:
+        raise ValueError(f"{what} holds {size} bytes; at most {MAX_ROUND_STATE_BYTES} are kept")
+    return frozen
 
 
 class PollLater(Exception):
@@ -92,10 +97,7 @@ class PollLater(Exception):
     def __init__(self, delay: float, state: Mapping[str, Any]) -> None:
         if not delay > 0:
             raise ValueError(f"a poll delay must be positive, got {delay!r}")
-        frozen = json.loads(json.dumps(dict(state)))  # JSON only: it is stored as is
-        size = len(json.dumps(frozen, separators=(",", ":")).encode())
-        if size > MAX_ROUND_STATE_BYTES:
-            raise ValueError(f"a poll's state holds {size} bytes; at most {MAX_ROUND_STATE_BYTES} are kept")
+        state = _kept_state(state, "a poll's state")
         super().__init__(f"poll again in {delay:g} s")
         self.delay = float(delay)
-        self.state: dict[str, Any] = frozen
+        self.state: dict[str, Any] = state
