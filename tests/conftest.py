@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,6 +16,9 @@ from tests.support.emulators import (
     start_dynamodb_local,
     start_moto_server,
 )
+
+if TYPE_CHECKING:
+    from tests.support.mcp_server import RunningServer
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -65,3 +69,13 @@ def browser() -> Iterator[object]:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield launched
         launched.close()
+
+
+@pytest.fixture(scope="module")
+def desk() -> Iterator[RunningServer]:
+    """The tests' MCP server (FastMCP over streamable HTTP, ``tests.support.mcp_server``), one per test module."""
+    from tests.support import mcp_server  # FastMCP is imported only by the modules that ask for it
+
+    running = mcp_server.start()
+    yield running
+    running.stop()

@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import pytest
 
 from agentturn import Agent, InMemoryChatMemory, InMemoryTurnStore, MCPServer, Runner, ScriptedChatModel, ToolMessage
 from agentturn.aws.mcp_secrets import SecretHeaders
 from agentturn.mcp.listing import clear_cache
 from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
-from tests.support import mcp_server
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator
 from tests.support.mcp_server import RunningServer
-
-
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
 
 
 def _lookup(server: MCPServer) -> Any:

@@ -12,15 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import ARTIFACTS, DevProcess, free_port, open_console, send
-from tests.support import mcp_server
 from tests.support.mcp_server import RunningServer
-
-
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture(scope="module")

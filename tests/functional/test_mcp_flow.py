@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
 
 from agentturn.mcp.listing import clear_cache
 from tests.functional.harness import Deployment, http_event
-from tests.support import mcp_server
 from tests.support.cycle_cost import CapacityMeter, Tally, meter_lambdas
 from tests.support.emulators import Emulator
 from tests.support.mcp_server import RunningServer
@@ -31,13 +29,6 @@ def _dollars_per_million(start: Tally, answer: Tally) -> tuple[float, float]:
     """(DynamoDB and SQS, with API Gateway and Lambda requests) per million cycles, at list prices."""
     storage = start.dollars_per_million() + answer.dollars_per_million()
     return storage, storage + 2 * HTTP_API_REQUEST_PRICE + 3 * LAMBDA_REQUEST_PRICE
-
-
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture

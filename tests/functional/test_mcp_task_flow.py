@@ -7,34 +7,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from agentturn.mcp.listing import clear_cache
 from tests.functional.harness import Deployment, http_event
-from tests.support import mcp_server
-from tests.support.mcp_server import RunningServer
+from tests.support.mcp_server import DEPLOY_QUESTION, RunningServer
 
 pytestmark = pytest.mark.integration
 
 THREE_DAYS = 3 * 24 * 3600.0
-QUESTION = {
-    "method": "elicitation/create",
-    "params": {
-        "mode": "form",
-        "message": "Deploy to production?",
-        "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]},
-    },
-}
-
-
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture
@@ -44,10 +27,6 @@ def task_deployment(deployment: Deployment, desk: RunningServer, monkeypatch: py
     clear_cache()
     deployment._import_handlers()
     return deployment
-
-
-def _answer(desk: RunningServer, result: dict[str, Any]) -> None:
-    desk.recorder.scripted.append(({"jsonrpc": "2.0", "result": result}, False))
 
 
 def _task(status: str, **fields: Any) -> dict[str, Any]:
@@ -71,7 +50,7 @@ def test_a_task_is_polled_by_delayed_messages_and_its_question_answered_days_lat
     deployment = task_deployment
     since = len(desk.recorder.exchanges)
     # GIVEN a server that answers the call with a task, polled every second
-    _answer(desk, {"resultType": "task", **_task("working")})
+    desk.answer_next({"resultType": "task", **_task("working")})
     start = http_event(
         "http_start_turn.json",
         path="/conversations/task-1/turns",
@@ -89,7 +68,7 @@ def test_a_task_is_polled_by_delayed_messages_and_its_question_answered_days_lat
     # WHEN the delayed message reaches a worker of a new process, and the task asks a question
     clear_cache()
     deployment._import_handlers()
-    _answer(desk, _task("input_required", inputRequests={"confirm_deploy": QUESTION}))
+    desk.answer_next(_task("input_required", inputRequests={"confirm_deploy": DEPLOY_QUESTION}))
     assert deployment.deliver(_receive_delayed(deployment)) == {"batchItemFailures": []}
     waiting = deployment.run(http_event("http_get_turn.json", path=f"/turns/{turn_id}")).json
     # THEN the turn waits on the question's card
@@ -101,8 +80,8 @@ def test_a_task_is_polled_by_delayed_messages_and_its_question_answered_days_lat
     deployment._import_handlers()
     deployment.submit_app.api.services.clock = lambda: time.time() + THREE_DAYS
     deployment.worker_app.services.get().clock = lambda: time.time() + THREE_DAYS
-    _answer(desk, {"resultType": "complete"})
-    _answer(desk, _task("completed", result={"content": [{"type": "text", "text": "deployed"}]}))
+    desk.answer_next({"resultType": "complete"})
+    desk.answer_next(_task("completed", result={"content": [{"type": "text", "text": "deployed"}]}))
     response = deployment.submit(
         http_event(
             "http_submit_form.json",

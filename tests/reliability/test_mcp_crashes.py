@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -22,18 +21,10 @@ from tests.reliability import test_crashes
 from tests.reliability.faults import FaultPlan, FaultyQueue, FaultyStore, faulty_memory
 from tests.reliability.kit import Stack, quiet_logs
 from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
-from tests.support import mcp_server
 from tests.support.clock import FakeClock
 from tests.support.mcp_server import RunningServer
 
 SEEDS = int(os.environ.get("AGENTTURN_MCP_CRASH_SEEDS", "40"))
-
-
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
 
 
 @dataclass

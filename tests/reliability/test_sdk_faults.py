@@ -69,7 +69,6 @@ from tests.functional.harness import FakeLambdaContext, HttpResponse, http_event
 from tests.reliability.figures import FIGURES, record
 from tests.reliability.kit import VALID_TICKET, Stack, quiet_logs
 from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
-from tests.support import mcp_server
 from tests.support.clock import FakeClock
 from tests.support.emulators import Emulator, boto3_session_kwargs
 from tests.support.mcp_server import RunningServer
@@ -714,13 +713,6 @@ def test_every_kind_of_fault_was_injected() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- the MCP flow
-
-
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
 
 
 def _mcp_seed_params() -> list[Any]:

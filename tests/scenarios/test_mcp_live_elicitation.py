@@ -18,17 +18,9 @@ from agentturn.mcp import MCPConfigError, legacy
 from agentturn.mcp.listing import clear_cache
 from tests.scenarios.conftest import Backend, _memory_backend
 from tests.scenarios.test_mcp_tools import mcp_agent, tool_result
-from tests.support import mcp_server
 from tests.support.mcp_server import RunningServer
 
 OLD = "2025-11-25"
-
-
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture(autouse=True)

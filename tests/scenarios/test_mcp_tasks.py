@@ -18,25 +18,9 @@ from agentturn.mcp.calls import TASKS_EXTENSION
 from agentturn.mcp.listing import clear_cache
 from tests.scenarios.conftest import Backend, _memory_backend
 from tests.scenarios.scripts import ai_calls, final_from_last_tool, reply_after_tools
-from tests.support import mcp_server
-from tests.support.mcp_server import RunningServer
+from tests.support.mcp_server import DEPLOY_QUESTION, RunningServer
 
 THREE_DAYS = 3 * 24 * 3600.0
-QUESTION = {
-    "method": "elicitation/create",
-    "params": {
-        "mode": "form",
-        "message": "Deploy to production?",
-        "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]},
-    },
-}
-
-
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -59,10 +43,6 @@ def _agent(desk: RunningServer) -> Agent:
         chat_model=ScriptedChatModel(reply_after_tools(ai_calls(("call-1", "odd__odd", {})), final_from_last_tool)),
         mcp_servers=[MCPServer(desk.scripted_url, name="odd", approve="none")],
     )
-
-
-def _answer(desk: RunningServer, result: dict[str, Any]) -> None:
-    desk.recorder.scripted.append(({"jsonrpc": "2.0", "result": result}, False))
 
 
 def _task(status: str, **fields: Any) -> dict[str, Any]:
@@ -88,7 +68,7 @@ def test_a_task_is_polled_without_a_worker_asks_a_person_and_completes(backend: 
     agent = _agent(desk)
     since = len(desk.recorder.exchanges)
     # GIVEN a server that answers the call with a task (poll every 30 s)
-    _answer(desk, {"resultType": "task", **_task("working")})
+    desk.answer_next({"resultType": "task", **_task("working")})
     # WHEN the turn runs
     started = backend.runner([agent]).run(agent, "conv-task", "deploy")
     # THEN the call declared the extension, the task's id is kept with the call, and the turn waits, runnable but
@@ -107,7 +87,7 @@ def test_a_task_is_polled_without_a_worker_asks_a_person_and_completes(backend: 
     # WHEN 30 s pass: the sweeper finds it due, and a new worker polls: still working, next poll in 60 s
     backend.clock.advance(30)
     assert started.id in [r.turn_id for r in backend.store.find_runnable(idle_seconds=0)]
-    _answer(desk, _task("working", pollIntervalMs=60_000))
+    desk.answer_next(_task("working", pollIntervalMs=60_000))
     _poll(backend, agent, started.id)
     polled = backend.store.load(started.id)
     assert polled.status is TurnStatus.RUNNING and polled.retry is not None
@@ -117,7 +97,7 @@ def test_a_task_is_polled_without_a_worker_asks_a_person_and_completes(backend: 
 
     # WHEN the next poll finds the task needs input
     backend.clock.advance(60)
-    _answer(desk, _task("input_required", inputRequests={"confirm_deploy": QUESTION}))
+    desk.answer_next(_task("input_required", inputRequests={"confirm_deploy": DEPLOY_QUESTION}))
     _poll(backend, agent, started.id)
     waiting = backend.store.load(started.id)
     # THEN the question is a card like any round's, labelled with the server
@@ -128,8 +108,8 @@ def test_a_task_is_polled_without_a_worker_asks_a_person_and_completes(backend: 
     # WHEN a person answers three days later, and a new worker continues
     backend.clock.advance(THREE_DAYS)
     backend.runner([agent]).submit_resume(waiting.id, ResumeCommand.submit_form(card.action_id, {"confirm": True}))
-    _answer(desk, {"resultType": "complete"})  # the tasks/update acknowledgement
-    _answer(desk, _task("working"))
+    desk.answer_next({"resultType": "complete"})  # the tasks/update acknowledgement
+    desk.answer_next(_task("working"))
     _poll(backend, agent, started.id)
     # THEN the answer went back with tasks/update under the server's key, then the task was polled again
     update, get = _requests(desk, since)[-2:]
@@ -140,7 +120,7 @@ def test_a_task_is_polled_without_a_worker_asks_a_person_and_completes(backend: 
 
     # WHEN the task completes
     backend.clock.advance(30)
-    _answer(desk, _task("completed", result={"content": [{"type": "text", "text": "deployed"}]}))
+    desk.answer_next(_task("completed", result={"content": [{"type": "text", "text": "deployed"}]}))
     _poll(backend, agent, started.id)
     done = backend.store.load(started.id)
     # THEN the model read the task's result, and the task's state left the snapshot with the call
@@ -154,10 +134,10 @@ def test_a_task_is_polled_without_a_worker_asks_a_person_and_completes(backend: 
 def test_a_task_past_its_ttl_is_a_tool_error_the_model_reads(memory: Backend, desk: RunningServer) -> None:
     agent = _agent(desk)
     # GIVEN a task that lives 60 s and is polled every 50 s, still working at the first poll
-    _answer(desk, {"resultType": "task", **_task("working", ttlMs=60_000, pollIntervalMs=50_000)})
+    desk.answer_next({"resultType": "task", **_task("working", ttlMs=60_000, pollIntervalMs=50_000)})
     started = memory.runner([agent]).run(agent, "conv-ttl", "deploy")
     memory.clock.advance(50)
-    _answer(desk, _task("working", ttlMs=60_000, pollIntervalMs=50_000))
+    desk.answer_next(_task("working", ttlMs=60_000, pollIntervalMs=50_000))
     _poll(memory, agent, started.id)
     since = len(desk.recorder.exchanges)
     # WHEN the next poll is due past its ttl
@@ -173,14 +153,14 @@ def test_a_task_past_its_ttl_is_a_tool_error_the_model_reads(memory: Backend, de
 def test_a_task_whose_server_extends_its_ttl_is_polled_past_the_first_one(memory: Backend, desk: RunningServer) -> None:
     agent = _agent(desk)
     # GIVEN a task that first lives 60 s, polled every 50 s; at the first poll the server says it lives 10 min
-    _answer(desk, {"resultType": "task", **_task("working", ttlMs=60_000, pollIntervalMs=50_000)})
+    desk.answer_next({"resultType": "task", **_task("working", ttlMs=60_000, pollIntervalMs=50_000)})
     started = memory.runner([agent]).run(agent, "conv-ttl-longer", "deploy")
     memory.clock.advance(50)
-    _answer(desk, _task("working", ttlMs=600_000, pollIntervalMs=50_000))
+    desk.answer_next(_task("working", ttlMs=600_000, pollIntervalMs=50_000))
     _poll(memory, agent, started.id)
     # WHEN the next poll is due past the first ttl, within the new one, and the task has completed
     memory.clock.advance(50)
-    _answer(desk, _task("completed", result={"content": [{"type": "text", "text": "deployed"}]}))
+    desk.answer_next(_task("completed", result={"content": [{"type": "text", "text": "deployed"}]}))
     _poll(memory, agent, started.id)
     # THEN the server was asked, and the model read the task's result (the latest ttlMs counts)
     done = memory.store.load(started.id)
@@ -201,10 +181,10 @@ def test_a_task_that_ends_without_a_result_is_a_tool_error(
     memory: Backend, desk: RunningServer, task: dict[str, Any], expected: str
 ) -> None:
     agent = _agent(desk)
-    _answer(desk, {"resultType": "task", **_task("working")})
+    desk.answer_next({"resultType": "task", **_task("working")})
     started = memory.runner([agent]).run(agent, "conv-task-end", "deploy")
     memory.clock.advance(30)
-    _answer(desk, task)
+    desk.answer_next(task)
     _poll(memory, agent, started.id)
     done = memory.store.load(started.id)
     assert done.status is TurnStatus.COMPLETED
@@ -213,7 +193,7 @@ def test_a_task_that_ends_without_a_result_is_a_tool_error(
 
 def test_a_task_answer_without_a_task_id_is_a_tool_error(memory: Backend, desk: RunningServer) -> None:
     agent = _agent(desk)
-    _answer(desk, {"resultType": "task", "status": "working"})
+    desk.answer_next({"resultType": "task", "status": "working"})
     done = memory.runner([agent]).run(agent, "conv-task-noid", "deploy")
     assert done.status is TurnStatus.COMPLETED
     assert "without a taskId" in tool_result(done)["message"]
@@ -223,16 +203,16 @@ def test_a_task_answer_without_a_task_id_is_a_tool_error(memory: Backend, desk: 
 def test_the_turns_cancel_sends_tasks_cancel(backend: Backend, desk: RunningServer, asking: bool) -> None:
     agent = _agent(desk)
     # GIVEN a turn following a task, either between polls or waiting on the task's question
-    _answer(desk, {"resultType": "task", **_task("working")})
+    desk.answer_next({"resultType": "task", **_task("working")})
     started = backend.runner([agent]).run(agent, "conv-task-cancel", "deploy")
     if asking:
         backend.clock.advance(30)
-        _answer(desk, _task("input_required", inputRequests={"confirm_deploy": QUESTION}))
+        desk.answer_next(_task("input_required", inputRequests={"confirm_deploy": DEPLOY_QUESTION}))
         _poll(backend, agent, started.id)
         assert backend.store.load(started.id).status is TurnStatus.WAITING_FOR_USER
     since = len(desk.recorder.exchanges)
     # WHEN the turn is cancelled (by a runner of another process)
-    _answer(desk, {"resultType": "complete"})
+    desk.answer_next({"resultType": "complete"})
     cancelled = backend.runner([agent]).cancel(started.id)
     # THEN it ends CANCELLED and the server is asked to cancel the task, once
     assert cancelled.status is TurnStatus.CANCELLED
@@ -244,7 +224,7 @@ def test_a_server_that_cannot_be_reached_to_cancel_does_not_stop_the_cancel(
     memory: Backend, desk: RunningServer
 ) -> None:
     agent = _agent(desk)
-    _answer(desk, {"resultType": "task", **_task("working")})
+    desk.answer_next({"resultType": "task", **_task("working")})
     started = memory.runner([agent]).run(agent, "conv-task-cancel-err", "deploy")
     # GIVEN the server answers the cancel with a JSON-RPC error
     desk.recorder.scripted.append(({"jsonrpc": "2.0", "error": {"code": -32602, "message": "unknown task"}}, False))

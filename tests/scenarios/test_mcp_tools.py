@@ -36,13 +36,6 @@ from tests.support.mcp_server import RunningServer
 THREE_DAYS = 3 * 24 * 3600
 
 
-@pytest.fixture(scope="module")
-def desk() -> Iterator[RunningServer]:
-    running = mcp_server.start()
-    yield running
-    running.stop()
-
-
 @pytest.fixture(autouse=True)
 def _fresh_listing() -> Iterator[None]:
     clear_cache()  # each test lists as a new process would
@@ -431,7 +424,7 @@ def test_state_without_a_question_is_retried_at_once_with_the_state(memory: Back
     desk.recorder.scripted.append(
         ({"jsonrpc": "2.0", "result": {"resultType": "input_required", "requestState": "s1"}}, False)
     )
-    desk.recorder.scripted.append(({"jsonrpc": "2.0", "result": {"content": [{"type": "text", "text": "ok"}]}}, False))
+    desk.answer_next({"content": [{"type": "text", "text": "ok"}]})
     before = len(desk.recorder.exchanges)
     agent = mcp_agent(MCPServer(desk.scripted_url, name="odd"), "odd__odd", {})
     # WHEN the model calls the tool

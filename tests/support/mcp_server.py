@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import mcp_types as mt
 import uvicorn
@@ -253,6 +253,16 @@ def recording(app: App, recorder: Recorder) -> App:
     return wrapped
 
 
+#: A question a task of ``/scripted`` asks (an ``inputRequests`` entry, form mode).
+DEPLOY_QUESTION: Final[dict[str, Any]] = {
+    "method": "elicitation/create",
+    "params": {
+        "mode": "form",
+        "message": "Deploy to production?",
+        "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]},
+    },
+}
+
 #: the one tool ``/scripted`` lists
 ODD_TOOL = {"name": "odd", "inputSchema": {"type": "object", "properties": {}}, "annotations": {"readOnlyHint": True}}
 
@@ -294,6 +304,10 @@ class RunningServer:
     scripted_url: str
     recorder: Recorder
     stop: Callable[[], None]
+
+    def answer_next(self, result: dict[str, Any]) -> None:
+        """``/scripted`` answers its next call with ``result``."""
+        self.recorder.scripted.append(({"jsonrpc": "2.0", "result": result}, False))
 
 
 def start(port: int = 0, recorder: Recorder | None = None, app: FastMCP | None = None) -> RunningServer:
