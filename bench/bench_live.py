@@ -16,7 +16,8 @@ overhead of the path: handler, publish, local AppSync stand-in, socket, renderin
 
 It also counts the publishes of one turn of each kind (a WebSocket subscriber of the dev server counts the
 messages on the conversation's channel: one message per publish) and the notices, and prices them at list
-prices per million cycles, with the notices on (``AgentTurn(notices=True)``, the default) and off.
+prices per million cycles, with the lifecycle notices on (``AgentTurn(notices=TurnNotices.ALL)``) and off
+(``TurnNotices.PEOPLE``, the default: a form cycle sends none).
 
 ``--before PATH`` measures another checkout first (e.g. ``git archive`` of the commit before a change,
 unpacked), with its own server and console, in the same run: both sides, and the ratios after / before.

@@ -24,7 +24,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from agentturn.cdk import AgentTurn, ApiProps, ConfigError, FunctionProps, OidcAuth, QueueProps, TableProps
+from agentturn.cdk import AgentTurn, ApiProps, ConfigError, FunctionProps, OidcAuth, QueueProps, TableProps, TurnNotices
 
 ACCOUNT: Final = "123456789012"
 TURNS_ARN: Final = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/team-turns"
@@ -160,7 +160,9 @@ def test_existing_resources_get_exactly_what_the_functions_use(existing: tuple[A
     stack = Stack.of(system)
     namespace = stack.resolve(system.live.namespace.node.default_child.logical_id)  # type: ignore[union-attr]
     bus = stack.resolve(system.event_bus.node.default_child.logical_id)  # type: ignore[union-attr]
-    live = {f"{namespace}.ChannelNamespaceArn": {"appsync:EventPublish"}, f"{bus}.Arn": {"events:PutEvents"}}
+    live = {f"{namespace}.ChannelNamespaceArn": {"appsync:EventPublish"}}
+    # Only the sweeper puts notices by default: the reminders and escalations it finds due.
+    expected["sweeper"][f"{bus}.Arn"] = {"events:PutEvents"}
     # submit seals the snapshot a resume message carries and the worker checks it: the key's secret is made here.
     handoff_key = stack.resolve(system.handoff_secret.node.default_child.logical_id)  # type: ignore[union-attr]
     for function in ("submit", "worker"):
@@ -340,14 +342,26 @@ def test_team_requirements_join_agentturns_in_one_resolution(tmp_path: Any) -> N
     assert "six" in dict(with_team.pins)
 
 
-def test_notices_can_be_turned_off() -> None:
-    # GIVEN a team that wants no turn notices on EventBridge
-    _, template = build(lambda stack: AgentTurn(stack, "AgentTurn", notices=False))
+@pytest.mark.parametrize(
+    ("notices", "senders", "put"),
+    [
+        (TurnNotices.NONE, 0, False),
+        (TurnNotices.PEOPLE, 1, True),
+        (TurnNotices.ALL, 5, True),
+    ],
+)
+def test_only_the_functions_that_send_the_wanted_notices_know_the_bus(
+    notices: TurnNotices, senders: int, put: bool
+) -> None:
+    # GIVEN a team's choice of turn notices
+    _, template = build(lambda stack: AgentTurn(stack, "AgentTurn", notices=notices))
     functions = of_type(template, "AWS::Lambda::Function").values()
     variables = [f["Properties"].get("Environment", {}).get("Variables", {}) for f in functions]
     policies = json.dumps(of_type(template, "AWS::IAM::Policy"))
-    # THEN no function is told of the bus, and none may put events on it
-    assert not any("AGENTTURN_EVENT_BUS" in v for v in variables)
-    assert "events:PutEvents" not in policies
-    # AND the live timeline is still published
+    # THEN only the functions that send them are told of the bus, with which notices, and may put on it
+    told = [v for v in variables if "AGENTTURN_EVENT_BUS" in v]
+    assert len(told) == senders
+    assert all(v["AGENTTURN_NOTICES"] == notices.value for v in told)
+    assert ("events:PutEvents" in policies) is put
+    # AND the live timeline is published whatever the choice
     assert any("AGENTTURN_LIVE_ENDPOINT" in v for v in variables)

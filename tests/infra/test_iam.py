@@ -86,9 +86,13 @@ def _ids(synth: Synth) -> dict[str, str]:
 
 
 def _live(ids: dict[str, str]) -> dict[str, set[str]]:
-    """What a function that runs turns adds: publish on the live timeline's namespace, put notices on the bus."""
-    namespace = ids["live-namespace"] + ".ChannelNamespaceArn"
-    return {namespace: {"appsync:EventPublish"}, ids["bus"]: {"events:PutEvents"}}
+    """What a function that runs turns adds: publish on the live timeline's namespace."""
+    return {ids["live-namespace"] + ".ChannelNamespaceArn": {"appsync:EventPublish"}}
+
+
+def _notices(ids: dict[str, str]) -> dict[str, set[str]]:
+    """What the function that finds reminders and escalations due adds (the default notices): put on the bus."""
+    return {ids["bus"]: {"events:PutEvents"}}
 
 
 def _timeline(ids: dict[str, str]) -> dict[str, set[str]]:
@@ -160,6 +164,7 @@ def expected_grants(synth: Synth) -> dict[str, dict[str, set[str]]]:
             queue: {"sqs:SendMessage"},
             ids["sweeper-logs"]: LOGS,
             **_live(ids),
+            **_notices(ids),
             "*": XRAY,
         },
         "retention": {

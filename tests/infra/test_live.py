@@ -68,9 +68,13 @@ def test_functions_that_run_turns_are_told_where_to_publish(synth: Synth) -> Non
             assert variables["AGENTTURN_LIVE_ENDPOINT"] == {
                 "Fn::Join": ["", ["https://", {"Fn::GetAtt": [api_id, "Dns.Http"]}, "/event"]]
             }
-            assert variables["AGENTTURN_EVENT_BUS"] == {"Ref": bus_id}
         else:
             assert "AGENTTURN_LIVE_ENDPOINT" not in variables, name
+        # By default only the notices a wait asks for are sent (reminders, escalations): the sweeper's alone
+        if name == "sweeper":
+            assert variables["AGENTTURN_EVENT_BUS"] == {"Ref": bus_id}
+            assert variables["AGENTTURN_NOTICES"] == "people"
+        else:
             assert "AGENTTURN_EVENT_BUS" not in variables, name
 
 

@@ -2,9 +2,11 @@
 
 ``AGENTTURN_LIVE_ENDPOINT`` (the AppSync Events HTTP publish URL, ``https://{http domain}/event``; the dev
 server's own locally) turns on :class:`~agentturn.listeners.live.LiveFeed`; ``AGENTTURN_EVENT_BUS`` (the bus's name)
-turns on :class:`~agentturn.listeners.notifications.TurnNotifier`. Neither set: no listener, nothing imported. A
-failed publish or notice is logged and counted (``LivePublishFailed``, ``NoticesFailed``) as an EMF
-metric of its own, since it happens inside a turn, away from the handler's telemetry.
+turns on :class:`~agentturn.listeners.notifications.TurnNotifier`, for the notices ``AGENTTURN_NOTICES`` names (a
+:class:`~agentturn.listeners.notifications.TurnNotices` value; absent: all, as before the setting existed).
+Neither set: no listener, nothing imported. A failed publish or notice is logged and counted
+(``LivePublishFailed``, ``NoticesFailed``) as an EMF metric of its own, since it happens inside a turn, away from
+the handler's telemetry.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from agentturn.engine.events import Listener
 
 ENV_LIVE_ENDPOINT: Final = "AGENTTURN_LIVE_ENDPOINT"
 ENV_EVENT_BUS: Final = "AGENTTURN_EVENT_BUS"
+ENV_NOTICES: Final = "AGENTTURN_NOTICES"
 
 
 def live_listeners(environ: Mapping[str, str] | None = None, *, events_client: Any = None) -> list[Listener]:
@@ -35,14 +38,28 @@ def live_listeners(environ: Mapping[str, str] | None = None, *, events_client: A
     if bus:
         from agentturn.api.live_channels import owner_and_conversation
         from agentturn.aws.notifier import EventBridgeNotifier
-        from agentturn.listeners.notifications import TurnNotifier
+        from agentturn.listeners.notifications import TurnNotices, TurnNotifier
+
+        wanted = env.get(ENV_NOTICES, "").strip() or TurnNotices.ALL.value
+        try:
+            notices = TurnNotices(wanted)
+        except ValueError:
+            choices = ", ".join(repr(n.value) for n in TurnNotices)
+            raise ValueError(f"{ENV_NOTICES} must be one of {choices}, not {wanted!r}") from None
 
         if events_client is None:
             from agentturn.aws.notifier import events_client as make_events_client
 
             events_client = make_events_client()
         notifier = EventBridgeNotifier(bus, events_client)
-        listeners.append(TurnNotifier(notifier, owner_and_conversation, on_failure=lambda *_: _count("NoticesFailed")))
+        listeners.append(
+            TurnNotifier(
+                notifier,
+                owner_and_conversation,
+                on_failure=lambda *_: _count("NoticesFailed"),
+                kinds=notices.kinds,
+            )
+        )
     return listeners
 
 

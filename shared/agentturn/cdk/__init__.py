@@ -20,6 +20,7 @@ from agentturn.cdk.settings import (
     QueueProps,
     TableProps,
 )
+from agentturn.listeners.notifications import TurnNotices
 
 __all__ = [
     "NODE_WARNINGS_SILENCED",
@@ -34,4 +35,5 @@ __all__ = [
     "OidcAuth",
     "QueueProps",
     "TableProps",
+    "TurnNotices",
 ]

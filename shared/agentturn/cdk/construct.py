@@ -67,6 +67,7 @@ from agentturn.cdk.settings import (
     web_adapter_layer_arn,
 )
 from agentturn.cdk.storage import build_table, index_arns
+from agentturn.listeners.notifications import TurnNotices
 from agentturn.models import select
 
 #: Powertools metrics namespace (the handlers' default, set explicitly so the alarms and the code agree).
@@ -155,7 +156,7 @@ class AgentTurn(Construct):
         terminal_ttl_days: int | None = None,
         tracing: bool = True,
         sdk_tracing: bool = False,
-        notices: bool = True,
+        notices: TurnNotices = TurnNotices.PEOPLE,
     ) -> None:
         super().__init__(scope, construct_id)
         _refuse_existing_with_props(
@@ -368,8 +369,9 @@ class AgentTurn(Construct):
         for name, fn in self.functions.items():
             if permissions.access(name).live:
                 self.live.allow_publish(fn)
-                if settings.notices:  # each notice is an EventBridge event ($1 per million): only when wanted
-                    self.notices.allow_put(fn)
+            # Each notice is an EventBridge event ($1 per million): only the functions that send what is wanted.
+            if permissions.puts_notices(name, settings.notices):
+                self.notices.allow_put(fn, settings.notices)
 
         # ------------------------------------------------------------------------------- alarms
         self.alarms = Alarms(

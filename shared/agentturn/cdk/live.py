@@ -26,9 +26,10 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from agentturn.api.live_channels import NAMESPACE
-from agentturn.api.live_wiring import ENV_EVENT_BUS, ENV_LIVE_ENDPOINT
+from agentturn.api.live_wiring import ENV_EVENT_BUS, ENV_LIVE_ENDPOINT, ENV_NOTICES
 from agentturn.cdk import permissions
 from agentturn.cdk.settings import Auth, ConfigError, OidcAuth
+from agentturn.listeners.notifications import TurnNotices
 
 #: The channel namespace's handler. ``segments`` holds the namespace first: ["agentturn", sub, conversation].
 #: A wildcard in the owner's place ("/agentturn/*") has fewer segments, or "*" where the sub must be: refused.
@@ -117,11 +118,12 @@ class Notices(Construct):
             self, "Bus", description="agentturn: turns waiting for a person, and turns that ended"
         )
 
-    def allow_put(self, function: lambda_.Function) -> None:
+    def allow_put(self, function: lambda_.Function, notices: TurnNotices) -> None:
         function.add_to_role_policy(
             iam.PolicyStatement(actions=list(permissions.PUT_NOTICES), resources=[self.bus.event_bus_arn])
         )
         function.add_environment(ENV_EVENT_BUS, self.bus.event_bus_name)
+        function.add_environment(ENV_NOTICES, notices.value)
 
 
 def _regex_literal(text: str) -> str:

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from agentturn.aws import tables
+from agentturn.listeners.notifications import TurnNotices
 
 #: The turn store's write and read calls, by what they are for.
 TURN_CREATE: Final = ("dynamodb:PutItem",)
@@ -121,8 +122,12 @@ class FunctionAccess:
     invoke_model: bool = False
     #: Delete what a removed turn left (the retention consumer); the stream read is its event source's.
     purge: bool = False
-    #: Runs turns, so publishes their progress (live timeline) and puts their notices (suspended, ended).
+    #: Runs turns, so publishes their progress (live timeline) and puts their notices (suspended, ended) where
+    #: the deployment sends those (``TurnNotices.ALL``).
     live: bool = False
+    #: Puts the notices a wait asks for itself (reminders, escalations: the sweeper finds them due) unless the
+    #: deployment sends no notices at all.
+    people_notices: bool = False
     #: ``GET /conversations`` and ``GET /inbox``: Query on the conversations table's sparse ``byOwner`` and
     #: ``byAssignee`` indexes (nothing else).
     list_conversations: bool = False
@@ -172,6 +177,7 @@ ACCESS: Final = {
         blobs=True,
         send=True,
         live=True,
+        people_notices=True,
     ),
     "retention": FunctionAccess(purge=True),
 }
@@ -179,3 +185,11 @@ ACCESS: Final = {
 
 def access(function: str) -> FunctionAccess:
     return ACCESS[function]
+
+
+def puts_notices(function: str, notices: TurnNotices) -> bool:
+    """Whether ``function`` is told of the notice bus and may put on it, in a deployment sending ``notices``."""
+    granted = access(function)
+    if notices is TurnNotices.ALL:
+        return granted.live or granted.people_notices
+    return notices is TurnNotices.PEOPLE and granted.people_notices

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
 from agentturn.api.settings import DEFAULT_AGENTS
+from agentturn.listeners.notifications import TurnNotices
 
 if TYPE_CHECKING:
     from aws_cdk import Duration
@@ -216,9 +217,11 @@ class Settings:
     #: Powertools' Tracer as well: a subsegment per AWS call, but the X-Ray SDK costs each cold start about
     #: 0.25 s of imports (1.5–2× a bare ``import boto3``), so it is opt-in.
     sdk_tracing: bool = False
-    #: Turn notices on the EventBridge bus (a suspension, an end: two events, $2 per million form cycles).
-    #: Off: the bus is still made, but no function is told of it or may put on it, so none is sent.
-    notices: bool = True
+    #: Which turn notices go on the EventBridge bus ($1 per million events). PEOPLE (the default): only
+    #: reminders and escalations, which a wait asks for itself; ALL: also every wait for a person and every end
+    #: (two per form cycle, $2 per million cycles); NONE: nothing. The bus is made either way; only the
+    #: functions that send what is wanted are told of it and may put on it.
+    notices: TurnNotices = TurnNotices.PEOPLE
     api: ApiProps = field(default_factory=ApiProps)
     tables: TableProps = field(default_factory=TableProps)
     queue: QueueProps = field(default_factory=QueueProps)

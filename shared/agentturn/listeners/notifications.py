@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
 from typing import Final, Literal, Protocol, TypeAlias
 
 from agentturn.engine.clock import iso
@@ -28,6 +29,31 @@ _KINDS: Final[dict[EventType, NoticeKind]] = {
     EventType.TURN_REMINDER: "REMINDER",
     EventType.TURN_ESCALATED: "ESCALATED",
 }
+
+
+#: What every turn's life sends: a wait for a person, and each end.
+LIFECYCLE_KINDS: Final[frozenset[NoticeKind]] = frozenset({"SUSPENDED", "COMPLETED", "FAILED", "CANCELLED"})
+#: What only a wait that asks for it sends (``Approvers.remind_after`` / ``escalate_after``, an escalation at the
+#: deadline).
+PEOPLE_KINDS: Final[frozenset[NoticeKind]] = frozenset({"REMINDER", "ESCALATED"})
+
+
+class TurnNotices(StrEnum):
+    """Which turn notices a deployment sends; each is an EventBridge event ($1 per million)."""
+
+    #: Every wait for a person and every end (two per form cycle: $2 per million cycles), and the people ones.
+    ALL = "all"
+    #: Only reminders and escalations: a wait asked for them itself, and nothing else tells its approvers.
+    #: An ordinary cycle sends none.
+    PEOPLE = "people"
+    #: None at all (a wait's reminder then reaches nobody but the inbox).
+    NONE = "none"
+
+    @property
+    def kinds(self) -> frozenset[NoticeKind]:
+        if self is TurnNotices.ALL:
+            return LIFECYCLE_KINDS | PEOPLE_KINDS
+        return PEOPLE_KINDS if self is TurnNotices.PEOPLE else frozenset()
 
 
 class NoticeAction(WireModel):
@@ -158,12 +184,17 @@ class TurnNotifier:
         owner_of: OwnerOf = _no_owner,
         *,
         on_failure: Callable[[TurnNotice, Exception], None] | None = None,
+        kinds: frozenset[NoticeKind] = TurnNotices.ALL.kinds,
     ) -> None:
         self.sink = sink
         self.owner_of = owner_of
         self.on_failure = on_failure
+        #: the kinds sent (``TurnNotices``): the others are not made at all
+        self.kinds = kinds
 
     def __call__(self, event: Event) -> None:
+        if _KINDS.get(event.type) not in self.kinds:
+            return
         notice = notice_of(event, self.owner_of)
         if notice is None:
             return
