@@ -1,6 +1,7 @@
 # Benchmarks (bench/README.md): `make bench` from a clean checkout creates .venv-bench/, installs agentturn
-# with its AWS extra plus the comparison packages of bench/requirements.txt into it (never into the
-# project's own environment), then runs every benchmark and writes bench/results/ and the README tables.
+# with its CDK extra (the cold-start bench builds each function's asset) plus the comparison packages of
+# bench/requirements.txt into it (never into the project's own environment), then runs every benchmark and
+# writes bench/results/ and the README tables.
 
 PYTHON ?= python3
 BENCH_VENV ?= .venv-bench
@@ -21,7 +22,7 @@ bench-env: $(BENCH_STAMP)
 
 $(BENCH_STAMP): pyproject.toml bench/requirements.txt
 	test -x $(BENCH_PYTHON) || $(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[aws]' -r bench/requirements.txt
+	$(BENCH_PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[cdk]' -r bench/requirements.txt
 	touch $@
 
 bench-clean:
