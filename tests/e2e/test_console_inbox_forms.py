@@ -84,6 +84,9 @@ def test_finance_fills_in_an_assigned_form_from_the_inbox_on_a_phone(
     expect(page.locator("#turn-status")).to_contain_text("Waiting for finance (0 of 1)")
     expect(page.locator("#turn-status")).not_to_have_text(re.compile("^Waiting for you"))
     expect(page.locator("#input")).to_have_attribute("placeholder", re.compile("^Waiting for finance"))
+    # ... nor does her conversation list: it waits, but for others
+    listed = page.locator(f'a[data-conversation-id="{conversation}"]')
+    expect(listed.get_by_test_id("conversation-waiting")).to_have_text("Waiting for others")
     page.screenshot(path=str(artifacts / "inbox-form-requester-waiting.png"), full_page=True)
 
     # THEN an outsider sees nothing of it and may not answer it; fin-ana may not read alice's turn either

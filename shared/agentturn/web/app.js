@@ -127,6 +127,12 @@ function waitsForOthers(turn) {
   return actions.map((action) => action.waitingFor).join("; ");
 }
 
+/** For whom the list marks a turn: "you", "others" (every answer it waits for is other people's) or null. */
+function waitingFor(turn) {
+  if (!turn.status.startsWith("WAITING")) return null;
+  return waitsForOthers(turn) ? "others" : "you";
+}
+
 function capitalised(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
@@ -169,7 +175,7 @@ async function refresh() {
     if ($("notice").textContent === BUSY_NOTICE) notice("");
     state.cancelling = false;
     showComposer(null);
-    conversations.setWaiting(state.conversationId, false);
+    conversations.setWaiting(state.conversationId, null);
   }
   showCancel();
   const last = messages.length ? messages[messages.length - 1].turnId : null;
@@ -189,7 +195,7 @@ async function refresh() {
   timeline.setPendingActions(turn.turnId, turn.pendingActions || (turn.suspension ? [turn.suspension] : []));
   showComposer(turn.turnId === state.activeTurnId ? turn : null);
   // The list's marker follows what this page reads of the open conversation (answered: no longer waiting).
-  if (turn.turnId === state.activeTurnId) conversations.setWaiting(state.conversationId, turn.status.startsWith("WAITING"));
+  if (turn.turnId === state.activeTurnId) conversations.setWaiting(state.conversationId, waitingFor(turn));
   if (RUNNABLE.has(turn.status)) {
     showTurn(turn);
     return true;

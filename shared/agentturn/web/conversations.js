@@ -28,6 +28,15 @@ export function when(iso, now = new Date()) {
 /** How many of the newest conversations are checked for a turn that waits for the person (one read each). */
 const CHECKED = 10;
 
+const WAITING_LABELS = { you: "Waiting for you", others: "Waiting for others" };
+
+/** For whom a waiting turn's pending cards wait, given for each card whether it names other answerers:
+ * "you" when any answer is the person's own, "others" when every one is someone else's, null when none waits. */
+function waitingOn(namesOthers) {
+  if (!namesOthers.length) return null;
+  return namesOthers.every(Boolean) ? "others" : "you";
+}
+
 export class ConversationList {
   constructor({ api, list, empty, more, onTitle }) {
     this.api = api;
@@ -40,7 +49,9 @@ export class ConversationList {
     this.activeId = null;
     this.unsupported = false;
     this.generation = 0;
-    this.waiting = new Map(); // conversationId -> true when a turn of it waits for the person
+    // conversationId -> "you" when its turn waits for the person, "others" when every answer it waits for is
+    // other people's (cards that name their answerers: the person has nothing to do there)
+    this.waiting = new Map();
     more.addEventListener("click", () => this.loadMore());
   }
 
@@ -75,13 +86,11 @@ export class ConversationList {
           if (generation !== this.generation) return;
           if (!read.ok) continue;
           const active = read.body?.activeTurnId;
-          const waits = Boolean(
-            active &&
-              (read.body?.messages || []).some(
-                (m) => (m.type === "agent_form" || m.type === "agent_approval") && m.status === "PENDING" && m.turnId === active,
-              ),
+          const pending = (read.body?.messages || []).filter(
+            (m) => (m.type === "agent_form" || m.type === "agent_approval") && m.status === "PENDING" && m.turnId === active,
           );
-          if (waits !== Boolean(this.waiting.get(ids[i]))) {
+          const waits = waitingOn(pending.map((m) => Boolean(m.people?.waitingFor)));
+          if (waits !== (this.waiting.get(ids[i]) || null)) {
             this.waiting.set(ids[i], waits);
             this.render();
           }
@@ -90,9 +99,10 @@ export class ConversationList {
     );
   }
 
-  /** What the open conversation's own reads found: its turn waits for the person, or not. */
+  /** What the open conversation's own reads found: its turn waits for the person ("you"), for others only
+   * ("others"), or for no one (null). */
   setWaiting(id, waits) {
-    if (!id || Boolean(this.waiting.get(id)) === waits) return;
+    if (!id || (this.waiting.get(id) || null) === waits) return;
     this.waiting.set(id, waits);
     this.render();
   }
@@ -132,7 +142,7 @@ export class ConversationList {
             class: "conversation-link",
             "aria-current": entry.conversationId === this.activeId ? "page" : null,
             dataset: this.waiting.get(entry.conversationId)
-              ? { conversationId: entry.conversationId, waiting: "1" }
+              ? { conversationId: entry.conversationId, waiting: this.waiting.get(entry.conversationId) }
               : { conversationId: entry.conversationId },
           },
           el("span", { class: "conversation-name" }, entry.title || "Untitled conversation"),
@@ -140,7 +150,11 @@ export class ConversationList {
             "span",
             { class: "conversation-meta" },
             this.waiting.get(entry.conversationId)
-              ? el("span", { class: "conversation-waiting", "data-testid": "conversation-waiting" }, "Waiting for you")
+              ? el(
+                  "span",
+                  { class: "conversation-waiting", "data-testid": "conversation-waiting" },
+                  WAITING_LABELS[this.waiting.get(entry.conversationId)],
+                )
               : null,
             el("span", { class: "conversation-when" }, when(entry.lastActivityAt)),
           ),
