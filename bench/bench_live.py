@@ -43,6 +43,8 @@ sys.path[:0] = [str(REPO / "shared"), str(REPO)]
 
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, DevProcess, free_port  # noqa: E402
 
+from bench._first_token_trace import breakdown, read_trace, resume_path  # noqa: E402
+
 #: List prices (us-east-1): AppSync Events $1.00 per million operations (a publish is one inbound message,
 #: each delivery one outbound message; connect and subscribe requests are operations too) and $0.08 per
 #: million connection-minutes; EventBridge custom events $1.00 per million.
@@ -54,34 +56,69 @@ TICKET = "create a high priority login incident ticket"
 FORM = {"affectedSystem": "SSO", "impactScope": "ALL_USERS"}
 
 
-def _created_at_ms(dev: DevProcess, conversation: str) -> float:
-    """When the conversation's last turn was created (epoch ms, the server's clock)."""
+def _started_turn(dev: DevProcess, conversation: str) -> tuple[str, float]:
+    """The conversation's last turn, and when it was created (epoch ms, the server's clock)."""
     from datetime import datetime
 
     _, timeline = dev.request("GET", f"/conversations/{conversation}/messages")
     turn_id = timeline["messages"][-1]["turnId"]
     _, turn = dev.request("GET", f"/turns/{turn_id}")
-    return datetime.fromisoformat(turn["createdAt"].replace("Z", "+00:00")).timestamp() * 1000
+    return turn_id, datetime.fromisoformat(turn["createdAt"].replace("Z", "+00:00")).timestamp() * 1000
 
 
-def _first_token(page: Any, dev: DevProcess, conversation: str, agent: str, *, live: bool) -> dict[str, float]:
+#: The bench's probes in the page: the moment the click reaches it (Playwright's own checks before it dispatches the
+#: click are the bench's time, not the page's), and resource timings from here on (the POST's fetch start).
+_PROBES = """() => {
+  performance.clearMarks();
+  performance.clearResourceTimings();
+  document.addEventListener("click", (event) => {
+    if (event.target.closest && event.target.closest("#send")) performance.mark("bench:click");
+  }, { capture: true });
+}"""
+_ANSWERED = """(path) => performance.getEntriesByType("resource").some((e) => new URL(e.name).pathname === path)"""
+_MARKS = """(path) => {
+  const fetched = performance.getEntriesByType("resource").find((entry) => new URL(entry.name).pathname === path);
+  return {
+    origin: performance.timeOrigin,
+    click: performance.getEntriesByName("bench:click")[0].startTime,
+    fetch: fetched ? fetched.startTime : NaN,
+    firstDelta: performance.getEntriesByName("agentturn:first-delta")[0].startTime,
+  };
+}"""
+
+
+def _first_token(page: Any, dev: DevProcess, conversation: str, agent: str, *, live: bool) -> dict[str, Any]:
     # A new query each time: a change of the hash alone would keep the page (and its conversation).
     page.goto(f"/?agent={agent}&run={conversation}#c={conversation}")
     page.wait_for_function("(agent) => document.querySelector('#agent').value === agent", arg=agent)
     if live:
         page.wait_for_function("document.body.dataset.live === 'live'")
-    page.evaluate("() => { performance.clearMarks(); }")
+    page.evaluate(_PROBES)
     page.locator("#input").fill("write something")
     clicked = page.evaluate("() => { performance.mark('bench:submit'); return performance.now(); }")
     page.locator("#send").click()
     if live:
         page.wait_for_function("performance.getEntriesByName('agentturn:first-delta').length > 0", timeout=60_000)
-        first, origin = page.evaluate(
-            "() => [performance.getEntriesByName('agentturn:first-delta')[0].startTime, performance.timeOrigin]"
-        )
         page.wait_for_function("document.querySelector('#turn-status').dataset.status === 'COMPLETED'", timeout=60_000)
-        created = _created_at_ms(dev, conversation)
-        return {"submit_to_first_token_ms": first - clicked, "start_to_first_token_ms": origin + first - created}
+        # Read once the POST has its answer (a resource timing exists only then): the turn ran in that request.
+        path = f"/conversations/{conversation}/turns"
+        page.wait_for_function(_ANSWERED, arg=path, timeout=60_000)
+        marks = page.evaluate(_MARKS, path)
+        first, origin = marks["firstDelta"], marks["origin"]
+        turn_id, created = _started_turn(dev, conversation)
+        return {
+            "submit_to_first_token_ms": first - clicked,
+            "click_to_first_token_ms": first - marks["click"],
+            "start_to_first_token_ms": origin + first - created,
+            # For the breakdown: the page's marks on the wall clock the server's trace uses.
+            "conversation": conversation,
+            "turn": turn_id,
+            "bench_clicked_at": origin + clicked,
+            "clicked_at": origin + marks["click"],
+            "fetch_at": origin + marks["fetch"],
+            "created_at": created,
+            "shown_at": origin + first,
+        }
     page.wait_for_function(
         "document.querySelectorAll('[data-testid=ai-message]').length > 0", timeout=60_000, polling=10
     )
@@ -161,6 +198,7 @@ def _publishes(dev: DevProcess, agent: str) -> dict[str, Any]:
         "form_cycle_start": _count(asked),
         "form_cycle_submit_and_resume": _count(answered),
         "form_cycle_total": len(asked) + len(answered),
+        "form_cycle_turn": turn["turnId"],
         # One suspension and one end per form cycle: one PutEvents entry each.
         "form_cycle_notices": 2,
     }
@@ -214,6 +252,10 @@ def _measure(tree: Path, args: argparse.Namespace, label: str) -> dict[str, Any]
         "BENCH_LIVE_PIECE_DELAY": str(args.piece_delay),
     }
     log = REPO / ".artifacts" / f"bench-live-dev-{label}.log"
+    # The dev server's timing trace (a checkout without it ignores the variable: no breakdown for that side).
+    trace = REPO / ".artifacts" / f"bench-live-trace-{label}.jsonl"
+    trace.unlink(missing_ok=True)
+    env["AGENTTURN_TRACE"] = str(trace)
     dev = DevProcess(free_port(), log, args=["--quiet"], env=env, cwd=tree)
     dev.base_env = {"PYTHONPATH": os.pathsep.join([str(tree / "shared"), str(tree)])}
     dev.start()
@@ -247,8 +289,17 @@ def _measure(tree: Path, args: argparse.Namespace, label: str) -> dict[str, Any]
             "submit_to_first_token_ms": _summary(submit),
             "start_to_first_token_ms": _summary(start),
             "submit_to_first_token_minus_model_delay_ms": _summary([s - delay_ms for s in submit]),
+            # From the moment the click reaches the page (without Playwright's checks before it dispatches it).
+            "click_to_first_token_minus_model_delay_ms": _summary(
+                [s["click_to_first_token_ms"] - delay_ms for s in live]
+            ),
             "start_to_first_token_minus_model_delay_ms": _summary([s - delay_ms for s in start]),
+            # Where submit → first token goes (median per segment; the model's delay is in
+            # model_called_to_first_piece), from the dev server's trace.
+            "submit_to_first_token_breakdown": breakdown(live, read_trace(trace)),
         },
+        # A form's answer through the queue to the worker's model call (one form cycle, the demo support agent).
+        "form_submit_to_worker_model_call": resume_path(publishes.pop("form_cycle_turn"), read_trace(trace)),
         "polling_socket_killed": {
             "submit_to_first_text_ms": _summary([s["submit_to_first_text_ms"] for s in polled]),
         },

@@ -4,7 +4,8 @@
 server's own locally) turns on :class:`~agentturn.listeners.live.LiveFeed`; ``AGENTTURN_EVENT_BUS`` (the bus's name)
 turns on :class:`~agentturn.listeners.notifications.TurnNotifier`, for the notices ``AGENTTURN_NOTICES`` names (a
 :class:`~agentturn.listeners.notifications.TurnNotices` value; absent: all, as before the setting existed).
-Neither set: no listener, nothing imported. A failed publish or notice is logged and counted
+Neither set: no listener, nothing imported. ``AGENTTURN_TRACE`` (a file; ``agentturn dev``'s timing trace, never
+deployed) puts :class:`~agentturn.listeners.trace.TraceListener` first. A failed publish or notice is logged and counted
 (``LivePublishFailed``, ``NoticesFailed``) as an EMF metric of its own, since it happens inside a turn, away from
 the handler's telemetry.
 """
@@ -20,11 +21,17 @@ from agentturn.engine.events import Listener
 ENV_LIVE_ENDPOINT: Final = "AGENTTURN_LIVE_ENDPOINT"
 ENV_EVENT_BUS: Final = "AGENTTURN_EVENT_BUS"
 ENV_NOTICES: Final = "AGENTTURN_NOTICES"
+ENV_TRACE: Final = "AGENTTURN_TRACE"
 
 
 def live_listeners(environ: Mapping[str, str] | None = None, *, events_client: Any = None) -> list[Listener]:
     env = os.environ if environ is None else environ
     listeners: list[Listener] = []
+    trace = env.get(ENV_TRACE, "").strip()
+    if trace:
+        from agentturn.listeners.trace import TraceListener, trace_at
+
+        listeners.append(TraceListener(trace_at(trace)))
     endpoint = env.get(ENV_LIVE_ENDPOINT, "").strip()
     if endpoint:
         from agentturn.api.live_channels import channel_of

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from agentturn.aws.tables import TableNames, create_tables
+from agentturn.listeners.trace import TracePoint, mark
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -50,11 +51,17 @@ class SerialDynamoDB:
         self.lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB_"):
+        target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+        if not target.startswith("DynamoDB_"):
             return self.app(environ, start_response)
-        with self.lock:
-            # Consumed inside the lock: a WSGI app may do its work lazily, while the body is iterated.
-            return list(self.app(environ, start_response))
+        operation = target.rsplit(".", 1)[-1]
+        mark(TracePoint.DYNAMODB_REQUEST, operation=operation)
+        try:
+            with self.lock:
+                # Consumed inside the lock: a WSGI app may do its work lazily, while the body is iterated.
+                return list(self.app(environ, start_response))
+        finally:
+            mark(TracePoint.DYNAMODB_ANSWERED, operation=operation)
 
 
 def _atomic_moto_server(port: int) -> Any:

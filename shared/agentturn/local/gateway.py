@@ -27,6 +27,7 @@ from agentturn.api.http import StreamedAnswer
 from agentturn.api.problems import ProblemError, payload_too_large
 from agentturn.api.routes import ALL_GROUPS, SUBMIT_LAMBDA_GROUPS, RouteSpec, match_route
 from agentturn.api.settings import Settings
+from agentturn.listeners.trace import TracePoint, mark
 from agentturn.local.emulator import LOOPBACK
 from agentturn.local.events import HttpRequest, HttpResponse, dev_claims, http_api_event, http_response
 from agentturn.local.log import LOGGER_NAME
@@ -326,6 +327,13 @@ def _handler_class(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
 
         def _dispatch(self) -> None:
             started = time.monotonic()
+            mark(TracePoint.GATEWAY_REQUEST, method=self.command, path=self.path)
+            try:
+                self._answer(started)
+            finally:
+                mark(TracePoint.GATEWAY_ANSWERED, method=self.command, path=self.path)
+
+        def _answer(self, started: float) -> None:
             # Every answer settles this request's body first (_send): read, discarded, or the connection closed.
             self._body_settled = False
             if self.headers.get("Host", "") not in gateway.allowed_hosts():

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Final
 
+from agentturn.listeners.trace import TracePoint, current
 from agentturn.local.log import LOGGER_NAME
 
 if TYPE_CHECKING:
@@ -364,9 +365,17 @@ class LiveHub:
         if loop is None:
             raise PublishRefused("the live server is not running")
         self.published += 1
+        trace = current()
+        traced = [_traced(event) for event in events] if trace is not None else []
+        if trace is not None:
+            for fields in traced:
+                trace.mark(TracePoint.LIVE_RECEIVED, fields)
         future = asyncio.run_coroutine_threadsafe(self._deliver(channel, list(events)), loop)
         # Delivered in publish order: the publisher (a handler thread) waits, as an HTTP publish would.
         future.result(timeout=5)
+        if trace is not None:
+            for fields in traced:
+                trace.mark(TracePoint.LIVE_DELIVERED, fields)
         return [str(uuid.uuid4()) for _ in events]
 
     async def _deliver(self, channel: str, events: list[str]) -> None:
@@ -393,6 +402,14 @@ class LiveHub:
         except PublishRefused as exc:
             return 400, {"errors": [{"errorType": "BadRequestException", "message": str(exc)}]}
         return 200, {"successful": [{"identifier": i, "index": n} for n, i in enumerate(ids)], "failed": []}
+
+
+def _traced(event: str) -> dict[str, Any]:
+    """What the trace says of a published event: its turn and kind (a checked publish is JSON)."""
+    document = json.loads(event)
+    if not isinstance(document, dict):
+        return {}
+    return {"turn": document.get("turnId"), "kind": document.get("type")}
 
 
 def _check_publish(channel: Any, events: Any) -> None:

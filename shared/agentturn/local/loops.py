@@ -9,11 +9,13 @@ whole batch (nothing is deleted). :class:`PeriodicTask` plays an EventBridge sch
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from agentturn.listeners.trace import TracePoint, current
 from agentturn.local.events import scheduled_event, sqs_event
 from agentturn.local.log import LOGGER_NAME
 
@@ -74,6 +76,9 @@ class WorkerLoop:
         messages = received.get("Messages", [])
         if not messages:
             return 0
+        trace = current()
+        if trace is not None:
+            trace.mark(TracePoint.QUEUE_RECEIVED, {"turns": [_turn_of(m.get("Body", "")) for m in messages]})
         self.batches += 1
         event = sqs_event(messages, self.queue_arn)
         try:
@@ -102,6 +107,15 @@ class WorkerLoop:
             for failed in result.get("Failed", []):
                 _log.warning("could not delete a processed message (%s); it will be seen again", failed.get("Message"))
         return len(messages)
+
+
+def _turn_of(body: str) -> str | None:
+    """The turn a resume message names (for the trace only: the worker reads the message itself)."""
+    try:
+        named = json.loads(body).get("turnId")
+    except (ValueError, AttributeError):
+        return None
+    return named if isinstance(named, str) else None
 
 
 class PeriodicTask:
