@@ -281,3 +281,30 @@ def test_the_dev_emulator_makes_conditional_writes_atomic_under_concurrency() ->
             assert refused == ["ConditionalCheckFailedException"] * 7
     finally:
         assert emulator.stop()
+
+
+def test_every_container_is_readied_before_it_serves_and_readying_changes_nothing(tmp_path: Path) -> None:
+    # GIVEN agentturn dev with its timing trace on
+    trace = tmp_path / "trace.jsonl"
+    server = DevProcess(free_port(), ARTIFACTS / "dev-ready.log", env={"AGENTTURN_TRACE": str(trace)}).start()
+    no_turn = "/turns/" + "0" * 32
+
+    def readied() -> set[str]:
+        lines = [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+        functions = {str(line["function"]) for line in lines if line["point"] == "handler.readied"}
+        return functions if {"run", "submit"} <= functions else set()
+
+    try:
+        # WHEN it has started (nobody asked anything yet), THEN the run and the submit containers are readied
+        _wait_for(server, readied, "the run and submit containers to be readied")
+
+        # AND it changed nothing: no conversation, no turn, nothing queued for the worker
+        assert server.request("GET", "/conversations")[1]["conversations"] == []
+        assert server.request("GET", no_turn)[0] == 404
+        assert not any(json.loads(line)["point"] == "queue.received" for line in trace.read_text().splitlines())
+
+        # AND a first Send is served as ever
+        status, turn = server.request("POST", "/conversations/first/turns", {"input": "hello", "agentId": "assistant"})
+        assert status == 200 and turn["status"] == "COMPLETED"
+    finally:
+        assert server.stop() == 0, server.log()

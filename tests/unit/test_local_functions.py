@@ -77,3 +77,34 @@ def test_no_spare_beyond_the_pools_concurrency(app: Path) -> None:
     for _ in range(3):
         pool.invoke({})
     assert pool._created == 1
+
+
+def test_containers_are_readied_before_they_serve(app: Path) -> None:
+    # GIVEN a pool of two containers, one imported at start, readied in the background by a recording callback
+    pool = FunctionPool(FunctionSpec("ready", 10_000, 2), app)
+    first = pool.warm()
+    readied: list[str] = []
+    pool.ready_in_background(lambda container: readied.append(container.__name__))
+
+    # WHEN a request comes (it waits for the readied container rather than importing its own)
+    answer = pool.invoke({})
+
+    # THEN it ran in the container readied first, and the spare imported ahead was readied before it is offered
+    assert answer["container"] == first.__name__
+    assert readied[0] == first.__name__
+    _wait_until(lambda: not pool._idle.empty() and len(readied) == 2)
+    assert pool._created == 2
+
+
+def test_a_readiness_request_that_fails_leaves_the_container_serving(app: Path) -> None:
+    # GIVEN a pool whose readiness request raises
+    pool = FunctionPool(FunctionSpec("failing", 10_000, 1), app)
+    pool.warm()
+
+    def refuse(container: object) -> None:
+        raise RuntimeError("no emulator yet")
+
+    pool.ready_in_background(refuse)
+
+    # WHEN a request comes, THEN it is served all the same
+    assert pool.invoke({})["container"].startswith("_agentturn_dev_failing_")

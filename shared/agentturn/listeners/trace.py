@@ -34,6 +34,8 @@ class TracePoint(StrEnum):
     #: a function's handler was entered / returned (``function``)
     HANDLER_ENTERED = "handler.entered"
     HANDLER_RETURNED = "handler.returned"
+    #: a fresh container of the dev server passed its readiness request (``function``)
+    HANDLER_READIED = "handler.readied"
     #: the worker loop received messages from the queue (``turns``)
     QUEUE_RECEIVED = "queue.received"
     #: the live server got a publish (``turn``, ``kind``) / sent it to every subscriber

@@ -70,6 +70,9 @@ def _load(path: Path, module_name: str) -> ModuleType:
 
 
 Handler = Callable[[Any, Any], Any]
+#: Readies a freshly imported container before it serves (the dev server passes one harmless request through it, so
+#: that what its handler builds on first use — services, clients, the resolver — is built before a person waits).
+Ready = Callable[[ModuleType], None]
 
 
 class FunctionPool:
@@ -78,8 +81,9 @@ class FunctionPool:
         self.app_path = app_path
         self._idle: queue.LifoQueue[ModuleType] = queue.LifoQueue()
         self._created = 0
-        #: A spare container is being imported in the background (at most one at a time).
+        #: A spare container is being imported (and readied) in the background (at most one at a time).
         self._warming = False
+        self._ready: Ready | None = None
         self._lock = threading.Lock()
         self._acquire_timeout = acquire_timeout
 
@@ -123,14 +127,16 @@ class FunctionPool:
     def _warm_spare(self) -> None:
         try:
             container = self._new_container()
+            self._readied(container)
         except Exception:
             # The first container imported the same module at start: this only fails if the environment broke
             # since; the request that needs one imports it itself and reports the error.
             _log.exception("importing a spare %s container failed", self.spec.name)
-            return
-        finally:
             with self._lock:
                 self._warming = False
+            return
+        with self._lock:
+            self._warming = False
         self._idle.put(container)
 
     def warm(self) -> ModuleType:
@@ -138,6 +144,43 @@ class FunctionPool:
         container = self._acquire()
         self._idle.put(container)
         return container
+
+    def ready_in_background(self, ready: Ready) -> None:
+        """Ready the idle containers with ``ready`` in the background, and every container imported from now on
+        before it serves; a request arriving meanwhile waits for one (sooner than it would import its own)."""
+        with self._lock:
+            self._ready = ready
+            self._warming = True
+        idle: list[ModuleType] = []
+        while True:
+            try:
+                idle.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+
+        def run() -> None:
+            try:
+                for container in idle:
+                    self._readied(container)
+            finally:
+                # Cleared before they are offered: whoever takes the last one then imports a spare ahead.
+                with self._lock:
+                    self._warming = False
+                for container in idle:
+                    self._idle.put(container)
+
+        threading.Thread(target=run, name=f"ready-{self.spec.name}", daemon=True).start()
+
+    def _readied(self, container: ModuleType) -> None:
+        ready = self._ready
+        if ready is None:
+            return
+        try:
+            ready(container)
+        except Exception:
+            # Only a head start: the first real request builds what this did not, and reports what fails.
+            _log.debug("readying a %s container failed", self.spec.name, exc_info=True)
+        mark(TracePoint.HANDLER_READIED, function=self.spec.name)
 
     def invoke(self, event: Any) -> Any:
         container = self._acquire()

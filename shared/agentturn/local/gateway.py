@@ -217,6 +217,10 @@ class LocalGateway:
         status, answer = live.publish_http(body)
         return HttpResponse(status, [("Content-Type", "application/json")], json.dumps(answer).encode())
 
+    def event_for(self, request: HttpRequest, user: str) -> dict[str, Any]:
+        """The event the handlers get for ``request`` made by ``user`` (as :meth:`call_api` builds it)."""
+        return self._event(request, user)[1]
+
     def _event(self, request: HttpRequest, user: str) -> tuple[RouteSpec | None, dict[str, Any]]:
         matched = match_route(request.method, request.raw_path, ALL_GROUPS)
         route = matched.route
