@@ -292,11 +292,11 @@ def test_every_container_is_readied_before_it_serves_and_readying_changes_nothin
     def readied() -> set[str]:
         lines = [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
         functions = {str(line["function"]) for line in lines if line["point"] == "handler.readied"}
-        return functions if {"run", "submit"} <= functions else set()
+        return functions if {"run", "submit", "worker"} <= functions else set()
 
     try:
-        # WHEN it has started (nobody asked anything yet), THEN the run and the submit containers are readied
-        _wait_for(server, readied, "the run and submit containers to be readied")
+        # WHEN it has started (nobody asked anything yet), THEN the run, submit and worker containers are readied
+        _wait_for(server, readied, "the run, submit and worker containers to be readied")
 
         # AND it changed nothing: no conversation, no turn, nothing queued for the worker
         assert server.request("GET", "/conversations")[1]["conversations"] == []

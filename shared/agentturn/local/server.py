@@ -203,6 +203,8 @@ class DevServer:
         for name, probe in readiness_probes().items():
             event = self.gateway.event_for(probe, self.config.user)
             self.pools[name].ready_in_background(_invoker(event))
+        # The worker's: a batch of no messages (its services and runner are built, nothing is read or run).
+        self.pools["worker"].ready_in_background(_invoker({"Records": []}))
         self.worker = WorkerLoop(
             self.clients.sqs, self.resources.queue_url, self.resources.queue_arn, self.pools["worker"].invoke
         )
