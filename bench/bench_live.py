@@ -8,7 +8,15 @@ For each repeat, a fresh conversation; the bench clicks Send and reads the page'
 * **start → first token**: from the turn's ``createdAt`` (the server's clock: the turn exists) to the first
   piece (the page's ``performance.timeOrigin`` plus its mark: one machine, one clock);
 * the same first-token time with the live socket killed (the console polls), where the first text shown is
-  the whole saved reply.
+  the whole saved reply;
+* **where the time goes**: the dev server's timing trace (``AGENTTURN_TRACE``, :mod:`agentturn.listeners.trace`)
+  lined up with the page's own marks (the click as the page gets it, its fetch, the first piece shown), median
+  and p90 per segment (``bench/_first_token_trace.py``): the page's send, the gateway, the run handler up to the
+  turn's start (and its DynamoDB requests), the model's first piece, the publish, the live server, the page.
+  ``click_to_first_token`` starts at the click as the page gets it; ``submit_to_first_token`` at the bench's
+  call, so it also holds Playwright's own checks before it clicks (``bench_call_to_click``). A form's answer is
+  followed through the queue to the worker's model call once (``form_submit_to_worker_model_call``). A checkout
+  without the trace (``--before`` an older commit) has no breakdown.
 
 The model waits ``--first-delay`` seconds before its first piece (a model's time to first token) and
 ``--piece-delay`` between pieces of 4 characters; figures are reported with that delay and without it (the

@@ -307,7 +307,9 @@ async function send(event) {
   const view = state.view;
   const body = { input, agentId, conversationId: cid };
   const caller = api.asCaller();
-  const result = await sendWithRetry(startAttempt, body, (key) => caller.startTurn(cid, input, agentId, key));
+  const sending = sendWithRetry(startAttempt, body, (key) => caller.startTurn(cid, input, agentId, key));
+  conversations.yieldTo(sending); // the list's background checks wait: the turn starts sooner without them
+  const result = await sending;
   state.sending = false;
   $("send").disabled = $("composer").dataset.state === "waiting" || $("composer").dataset.state === "working";
   if (view !== state.view) {

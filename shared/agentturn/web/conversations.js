@@ -52,6 +52,7 @@ export class ConversationList {
     // conversationId -> "you" when its turn waits for the person, "others" when every answer it waits for is
     // other people's (cards that name their answerers: the person has nothing to do there)
     this.waiting = new Map();
+    this.held = null; // while set (a promise), the background checks wait: a person's request goes first
     more.addEventListener("click", () => this.loadMore());
   }
 
@@ -82,6 +83,8 @@ export class ConversationList {
     await Promise.all(
       [0, 1, 2].map(async (lane) => {
         for (let i = lane; i < ids.length; i += 3) {
+          while (this.held) await this.held;
+          if (generation !== this.generation) return;
           const read = await this.api.messages(ids[i], 20);
           if (generation !== this.generation) return;
           if (!read.ok) continue;
@@ -97,6 +100,17 @@ export class ConversationList {
         }
       }),
     );
+  }
+
+  /** The background checks wait until `busy` settles (a Send: its turn starts sooner without reads of other
+   * conversations beside it, which share the server with it). What a check would have shown comes after. */
+  yieldTo(busy) {
+    const held = Promise.resolve(busy)
+      .catch(() => {})
+      .then(() => {
+        if (this.held === held) this.held = null;
+      });
+    this.held = held;
   }
 
   /** What the open conversation's own reads found: its turn waits for the person ("you"), for others only
