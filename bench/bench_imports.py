@@ -164,7 +164,10 @@ def build_assets(folder: Path, python_version: str) -> dict[str, dict[str, Path]
     from agentturn.cdk.bundling import AssetInputs, DependencySpec, Target, build_asset
 
     spec = DependencySpec.for_target(Target(python_version, "x86_64"))
-    inputs = AssetInputs(modules=("agentturn.demo",), sdk_tracing=False)
+    from agentturn.api.settings import DEFAULT_AGENTS
+
+    # As the construct builds them by default: the demo agents, their form schemas checked at build.
+    inputs = AssetInputs(modules=("agentturn.demo",), sdk_tracing=False, agents=DEFAULT_AGENTS)
     assets: dict[str, dict[str, Path]] = {variant: {} for variant in VARIANTS}
     for name in HANDLERS:
         built = folder / "pyc" / name
