@@ -111,3 +111,14 @@ def test_the_wiring_creates_the_sqs_and_s3_clients_on_their_first_use(monkeypatc
     # WHEN S3's is first used THEN it is created, the real client of its service, and SQS's still is not
     assert s3.meta.service_model.service_name == "s3"
     assert s3.created and not sqs.created
+
+
+@pytest.mark.parametrize("module", ["agentturn.api.worker", "agentturn.aws.retention"])
+def test_the_batch_modules_load_powertools_batch_without_its_parser_models(module: str) -> None:
+    # GIVEN a fresh interpreter WHEN it imports what the worker's or the retention function's first batch imports
+    modules = _modules_after_import(module, tracing=False)
+    # THEN Powertools' batch processor is there and pydantic too, but not the parser's pydantic models of every
+    # event source that Powertools builds when pydantic came first (they are never used)
+    assert _loaded(modules, "aws_lambda_powertools.utilities.batch")
+    assert _loaded(modules, "pydantic")
+    assert not _loaded(modules, "aws_lambda_powertools.utilities.parser")
