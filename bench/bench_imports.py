@@ -93,8 +93,19 @@ answered = time.perf_counter()
 json.dump({"import_ms": (imported - started) * 1000, "total_ms": (answered - started) * 1000,
            "status": status, "modules": len(sys.modules)}, open(out, "w"))
 """
-#: The two assets of each function: with the target's byte code (what is deployed) and without (as before).
-VARIANTS = ("pyc", "source")
+#: The assets of each function: with the target's byte code (what is deployed), without it (as before byte code),
+#: and — with ``--before PATH`` — another checkout's deployed asset, as that checkout builds and configures it.
+VARIANTS = ("pyc", "source", "before")
+#: Run by this interpreter in the ``--before`` checkout: its own bench builds its assets, and says the environment
+#: its construct adds to every function (none before ``DEPLOYED_ENVIRONMENT`` existed).
+_BUILD_BEFORE = """
+import json, sys
+from pathlib import Path
+from bench.bench_imports import build_assets
+import agentturn.api.lambdas as lambdas
+build_assets(Path(sys.argv[1]), sys.argv[2])
+print(json.dumps(dict(getattr(lambdas, "DEPLOYED_ENVIRONMENT", {}))))
+"""
 
 
 def _env(*, tracing: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -178,8 +189,32 @@ def build_assets(folder: Path, python_version: str) -> dict[str, dict[str, Path]
     return assets
 
 
+def build_before(checkout: Path, folder: Path, python_version: str) -> tuple[dict[str, Path], dict[str, str]]:
+    """Another checkout's deployed assets, built by its own code (``{function: asset}``), and the environment its
+    construct adds to every function."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(checkout / "shared"), str(checkout)))}
+    completed = subprocess.run(
+        [sys.executable, "-c", _BUILD_BEFORE, str(folder), python_version],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"building the assets of {checkout} failed: {completed.stderr[-2000:]}")
+    deployed = json.loads(completed.stdout.strip().splitlines()[-1])
+    return {name: folder / "pyc" / name for name in HANDLERS}, deployed
+
+
 def measure_first_requests(
-    runs: int, python_version: str = DEPLOY_PYTHON, importtime_dir: Path | None = None
+    runs: int,
+    python_version: str = DEPLOY_PYTHON,
+    importtime_dir: Path | None = None,
+    *,
+    variants: tuple[str, ...] = ("pyc", "source"),
+    before: Path | None = None,
 ) -> dict[str, Any]:
     """Fresh interpreter of the Lambda's version → import from the built asset, read-only → one answered request,
     on a moto server, per handler and asset variant, and for the bare boto3 anchor, in the same rounds.
@@ -213,6 +248,12 @@ def measure_first_requests(
     with MotoServer() as moto, tempfile.TemporaryDirectory(prefix="agentturn-cold-") as scratch:
         folder = Path(scratch)
         assets = build_assets(folder / "assets", python_version)
+        from agentturn.api.lambdas import DEPLOYED_ENVIRONMENT
+
+        # What each variant's functions get from their construct besides the resources (the before checkout's own).
+        deployed_env: dict[str, dict[str, str]] = {variant: dict(DEPLOYED_ENVIRONMENT) for variant in variants}
+        if before is not None:
+            assets["before"], deployed_env["before"] = build_before(before, folder / "before", python_version)
         plain = client("dynamodb", moto.endpoint_url)
         resources = ours_resources(moto.endpoint_url, AwsCounter(), plain)
         environment = {
@@ -257,7 +298,7 @@ def measure_first_requests(
             "retention": lambda: retention_event,
         }
         for round_number in range(runs + 1):
-            for variant in VARIANTS:
+            for variant in variants:
                 for name, make_event in events.items():
                     # The anchor imports boto3 from an asset too (the smallest): the same pinned version.
                     asset = assets[variant]["retention" if name == "boto3" else name]
@@ -266,6 +307,9 @@ def measure_first_requests(
                     event_path.write_text(json.dumps(make_event(), ensure_ascii=False))
                     env = _env(tracing=False, extra={**environment, "LAMBDA_TASK_ROOT": str(asset)})
                     env.pop("PYTHONPATH", None)
+                    for variable in DEPLOYED_ENVIRONMENT:
+                        env.pop(variable, None)
+                    env.update(deployed_env[variant])
                     before = os.getloadavg()[0]
                     completed = subprocess.run(
                         python_in_asset(
@@ -314,11 +358,18 @@ def measure_first_requests(
     baseline = next(r["first_answer_ms"] for r in rows if r["handler"] == "boto3" and r["asset"] == "pyc")
     for row in rows:
         row["ratio_to_boto3_first_request"] = row["first_answer_ms"] / baseline
+    if before is not None:
+        # Per handler, this checkout's deployed asset against the before checkout's, in the same rounds.
+        was = {r["handler"]: r["first_answer_ms"] for r in rows if r["asset"] == "before"}
+        for row in rows:
+            if row["asset"] == "pyc" and row["handler"] in was:
+                row["ratio_to_before"] = row["first_answer_ms"] / was[row["handler"]]
     return {
         "python": python_version,
         "interpreter": interpreter,
         "read_only_mount": can_mount_read_only(),
         "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
+        "before": str(before) if before is not None else None,
         "rows": sorted(rows, key=lambda r: (VARIANTS.index(r["asset"]), r["handler"] != "boto3")),
     }
 
@@ -331,7 +382,22 @@ def main() -> None:
     parser.add_argument("--importtime-dir", type=Path, help="also write each child's -X importtime report here")
     parser.add_argument("--python", default=DEPLOY_PYTHON, help="the Lambda runtime's version (default 3.12)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/imports.json"))
+    parser.add_argument(
+        "--assets",
+        default="pyc,source",
+        help="which assets of each function: pyc (deployed), source (without byte code), before (needs --before)",
+    )
+    parser.add_argument(
+        "--before", type=Path, help="another checkout (e.g. `git worktree add` of main): its deployed assets too"
+    )
     args = parser.parse_args()
+    variants = tuple(v for v in args.assets.split(",") if v)
+    if args.before is not None and "before" not in variants:
+        variants = (*variants, "before")
+    if "before" in variants and args.before is None:
+        parser.error("--assets before needs --before PATH")
+    if unknown := sorted(set(variants) - set(VARIANTS)) or ("pyc" not in variants and ["pyc"]):
+        parser.error(f"--assets: {unknown!r} (pyc, the anchor's, is always measured)")
     present = [name for name in HANDLERS if (REPO / "functions" / name / "app.py").exists()]
     modules = ["boto3", *(f"functions.{name}.app" for name in present)]
     payload: dict[str, Any] = {"runs": args.runs, "modules": []}
@@ -339,7 +405,9 @@ def main() -> None:
         payload.update(measure_imports(modules, args.runs))
     payload["missing_handlers"] = [name for name in HANDLERS if name not in present]
     if not args.no_first_request:
-        payload["first_request"] = measure_first_requests(args.runs, args.python, args.importtime_dir)
+        payload["first_request"] = measure_first_requests(
+            args.runs, args.python, args.importtime_dir, variants=variants, before=args.before
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2))
     for row in payload["modules"]:
@@ -358,7 +426,8 @@ def main() -> None:
         print(
             f"{row['handler']:>10} {row['asset']:>6} first answer {row['first_answer_ms']:7.1f} ms "
             f"(import {row['import_ms']:.1f} ms) ×boto3+GetItem {row['ratio_to_boto3_first_request']:.2f} "
-            f"{row['statuses']}"
+            + (f"×before {row['ratio_to_before']:.2f} " if "ratio_to_before" in row else "")
+            + f"{row['statuses']}"
         )
 
 

@@ -122,3 +122,11 @@ def test_the_batch_modules_load_powertools_batch_without_its_parser_models(modul
     assert _loaded(modules, "aws_lambda_powertools.utilities.batch")
     assert _loaded(modules, "pydantic")
     assert not _loaded(modules, "aws_lambda_powertools.utilities.parser")
+
+
+def test_the_retention_functions_first_batch_builds_no_turn_models() -> None:
+    # GIVEN a fresh interpreter WHEN it imports what the retention function's first batch imports
+    modules = _modules_after_import("agentturn.aws.retention", tracing=False)
+    # THEN the turn's pydantic models are not built: a TTL removal is read from the stream's image as it is
+    assert not _loaded(modules, "agentturn.state.turn")
+    assert not _loaded(modules, "agentturn.state.messages")
