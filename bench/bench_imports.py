@@ -20,14 +20,18 @@ elsewhere on the machine is spread over all of them), after one untimed round th
   without its ``__pycache__`` folders (*source*, as assets were before), beside the anchor — a bare
   ``import boto3`` + one client + one ``GetItem``, boto3 from the asset with byte code (the runtime's own
   boto3 is precompiled) and without — all alternating in the same rounds, after one untimed round. The
-  1-minute load average is recorded around every sample. Each run gets its own waiting turn / queued message,
+  1-minute load average is recorded around every sample. Besides the wall time, each child reports its own CPU
+  time (``process_time``, the emulator's excluded): steadier on a loaded machine. ``--before PATH`` also builds
+  another checkout's deployed assets with that checkout's own bench and construct environment (``git worktree add
+  /tmp/main main``) and measures them in the same rounds: ``×before`` per handler; ``--assets pyc,before`` skips
+  the *source* variant. Each run gets its own waiting turn / queued message,
   prepared beforehand in this process through the handlers. ``--importtime-dir`` also writes each child's
   ``-X importtime`` report (where the time goes; not for the figures).
 
 The import table imports handlers as the functional tests do (``functions.<name>.app`` with the repository root
 on ``sys.path``, this interpreter); ``--first-request-only`` skips it.
 
-    python -m bench.bench_imports [--runs 5] [--out bench/results/imports.json]
+    python -m bench.bench_imports [--runs 5] [--first-request-only] [--before PATH] [--assets pyc,source,before]
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)\s*$")
 #: argv[2]. The Lambda context is made here (the asset holds no agentturn.local).
 _FIRST_REQUEST = """
 import time
-started = time.perf_counter()
+started, started_cpu = time.perf_counter(), time.process_time()
 import json, sys, uuid
 kind, out, event_path = sys.argv[1], sys.argv[2], sys.argv[3]
 if kind == "boto3":
@@ -91,6 +95,7 @@ else:
         status = f"failures {result['batchItemFailures']}"
 answered = time.perf_counter()
 json.dump({"import_ms": (imported - started) * 1000, "total_ms": (answered - started) * 1000,
+           "cpu_ms": (time.process_time() - started_cpu) * 1000,
            "status": status, "modules": len(sys.modules)}, open(out, "w"))
 """
 #: The assets of each function: with the target's byte code (what is deployed), without it (as before byte code),
@@ -350,20 +355,26 @@ def measure_first_requests(
                 "import_ms": statistics.median(s["import_ms"] for s in runs_of),
                 "first_answer_ms": statistics.median(s["total_ms"] for s in runs_of),
                 "first_answer_ms_runs": [round(s["total_ms"], 1) for s in runs_of],
+                # The child's own CPU (not the emulator's): steadier than wall time on a loaded machine.
+                "first_answer_cpu_ms": statistics.median(s["cpu_ms"] for s in runs_of),
                 "statuses": sorted({s["status"] for s in runs_of}),
                 "modules_loaded": statistics.median(s["modules"] for s in runs_of),
             }
         )
     # The anchor is boto3 with byte code: the runtime's own boto3 is precompiled.
     baseline = next(r["first_answer_ms"] for r in rows if r["handler"] == "boto3" and r["asset"] == "pyc")
+    baseline_cpu = next(r["first_answer_cpu_ms"] for r in rows if r["handler"] == "boto3" and r["asset"] == "pyc")
     for row in rows:
         row["ratio_to_boto3_first_request"] = row["first_answer_ms"] / baseline
+        row["cpu_ratio_to_boto3_first_request"] = row["first_answer_cpu_ms"] / baseline_cpu
     if before is not None:
         # Per handler, this checkout's deployed asset against the before checkout's, in the same rounds.
         was = {r["handler"]: r["first_answer_ms"] for r in rows if r["asset"] == "before"}
+        was_cpu = {r["handler"]: r["first_answer_cpu_ms"] for r in rows if r["asset"] == "before"}
         for row in rows:
             if row["asset"] == "pyc" and row["handler"] in was:
                 row["ratio_to_before"] = row["first_answer_ms"] / was[row["handler"]]
+                row["cpu_ratio_to_before"] = row["first_answer_cpu_ms"] / was_cpu[row["handler"]]
     return {
         "python": python_version,
         "interpreter": interpreter,
@@ -426,7 +437,12 @@ def main() -> None:
         print(
             f"{row['handler']:>10} {row['asset']:>6} first answer {row['first_answer_ms']:7.1f} ms "
             f"(import {row['import_ms']:.1f} ms) ×boto3+GetItem {row['ratio_to_boto3_first_request']:.2f} "
-            + (f"×before {row['ratio_to_before']:.2f} " if "ratio_to_before" in row else "")
+            f"cpu {row['first_answer_cpu_ms']:6.1f} ms ×boto3 {row['cpu_ratio_to_boto3_first_request']:.2f} "
+            + (
+                f"×before {row['ratio_to_before']:.2f} (cpu {row['cpu_ratio_to_before']:.2f}) "
+                if "ratio_to_before" in row
+                else ""
+            )
             + f"{row['statuses']}"
         )
 
