@@ -315,7 +315,7 @@ def measure_first_requests(
                     for variable in DEPLOYED_ENVIRONMENT:
                         env.pop(variable, None)
                     env.update(deployed_env[variant])
-                    before = os.getloadavg()[0]
+                    load_before = os.getloadavg()[0]
                     completed = subprocess.run(
                         python_in_asset(
                             interpreter,
@@ -340,7 +340,7 @@ def measure_first_requests(
                         (importtime_dir / f"{name}.{variant}.txt").write_text(completed.stderr)
                     if round_number > 0:  # the first round reads the assets into the page cache
                         samples.setdefault(key, []).append(json.loads(out.read_text()))
-                        loads += [before, os.getloadavg()[0]]
+                        loads += [load_before, os.getloadavg()[0]]
                     for message in handled:
                         # The worker answered: what its event source mapping then deletes.
                         sqs.delete_message(QueueUrl=resources.queue_url, ReceiptHandle=message["ReceiptHandle"])

@@ -499,7 +499,7 @@ def build_asset(function: str, spec: DependencySpec, output: Path, inputs: Asset
             own = [name for name in own if name not in from_tree]
         compile_asset(output, spec.target.python_version, only=sorted(own))
     if inputs.agents is not None:
-        _write_checked_forms(output, spec, inputs)
+        _write_checked_forms(output, spec, inputs, inputs.agents)
 
 
 #: Digests of checked form schemas by the asset inputs they came from: the agents load once per synth, not once
@@ -507,14 +507,13 @@ def build_asset(function: str, spec: DependencySpec, output: Path, inputs: Asset
 _checked_forms: dict[str, list[str]] = {}
 
 
-def _write_checked_forms(output: Path, spec: DependencySpec, inputs: AssetInputs) -> None:
-    assert inputs.agents is not None
+def _write_checked_forms(output: Path, spec: DependencySpec, inputs: AssetInputs, agents: str) -> None:
     key = _shared_inputs_digest(spec, inputs)
     digests = _checked_forms.get(key)
     if digests is None:
         # A function whose asset cannot load the agents (its closure may lack a module they import)
         # writes nothing and remembers nothing: the next function's asset may load them.
-        digests = checked_digests(output, inputs.agents, spec.target.python_version)
+        digests = checked_digests(output, agents, spec.target.python_version)
         if digests is None:
             return
         _checked_forms[key] = digests
