@@ -20,14 +20,18 @@ elsewhere on the machine is spread over all of them), after one untimed round th
   without its ``__pycache__`` folders (*source*, as assets were before), beside the anchor — a bare
   ``import boto3`` + one client + one ``GetItem``, boto3 from the asset with byte code (the runtime's own
   boto3 is precompiled) and without — all alternating in the same rounds, after one untimed round. The
-  1-minute load average is recorded around every sample. Each run gets its own waiting turn / queued message,
+  1-minute load average is recorded around every sample. Besides the wall time, each child reports its own CPU
+  time (``process_time``, the emulator's excluded): steadier on a loaded machine. ``--before PATH`` also builds
+  another checkout's deployed assets with that checkout's own bench and construct environment (``git worktree add
+  /tmp/main main``) and measures them in the same rounds: ``×before`` per handler; ``--assets pyc,before`` skips
+  the *source* variant. Each run gets its own waiting turn / queued message,
   prepared beforehand in this process through the handlers. ``--importtime-dir`` also writes each child's
   ``-X importtime`` report (where the time goes; not for the figures).
 
 The import table imports handlers as the functional tests do (``functions.<name>.app`` with the repository root
 on ``sys.path``, this interpreter); ``--first-request-only`` skips it.
 
-    python -m bench.bench_imports [--runs 5] [--out bench/results/imports.json]
+    python -m bench.bench_imports [--runs 5] [--first-request-only] [--before PATH] [--assets pyc,source,before]
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)\s*$")
 #: argv[2]. The Lambda context is made here (the asset holds no agentturn.local).
 _FIRST_REQUEST = """
 import time
-started = time.perf_counter()
+started, started_cpu = time.perf_counter(), time.process_time()
 import json, sys, uuid
 kind, out, event_path = sys.argv[1], sys.argv[2], sys.argv[3]
 if kind == "boto3":
@@ -91,10 +95,22 @@ else:
         status = f"failures {result['batchItemFailures']}"
 answered = time.perf_counter()
 json.dump({"import_ms": (imported - started) * 1000, "total_ms": (answered - started) * 1000,
+           "cpu_ms": (time.process_time() - started_cpu) * 1000,
            "status": status, "modules": len(sys.modules)}, open(out, "w"))
 """
-#: The two assets of each function: with the target's byte code (what is deployed) and without (as before).
-VARIANTS = ("pyc", "source")
+#: The assets of each function: with the target's byte code (what is deployed), without it (as before byte code),
+#: and — with ``--before PATH`` — another checkout's deployed asset, as that checkout builds and configures it.
+VARIANTS = ("pyc", "source", "before")
+#: Run by this interpreter in the ``--before`` checkout: its own bench builds its assets, and says the environment
+#: its construct adds to every function (none before ``DEPLOYED_ENVIRONMENT`` existed).
+_BUILD_BEFORE = """
+import json, sys
+from pathlib import Path
+from bench.bench_imports import build_assets
+import agentturn.api.lambdas as lambdas
+build_assets(Path(sys.argv[1]), sys.argv[2])
+print(json.dumps(dict(getattr(lambdas, "DEPLOYED_ENVIRONMENT", {}))))
+"""
 
 
 def _env(*, tracing: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -164,7 +180,10 @@ def build_assets(folder: Path, python_version: str) -> dict[str, dict[str, Path]
     from agentturn.cdk.bundling import AssetInputs, DependencySpec, Target, build_asset
 
     spec = DependencySpec.for_target(Target(python_version, "x86_64"))
-    inputs = AssetInputs(modules=("agentturn.demo",), sdk_tracing=False)
+    from agentturn.api.settings import DEFAULT_AGENTS
+
+    # As the construct builds them by default: the demo agents, their form schemas checked at build.
+    inputs = AssetInputs(modules=("agentturn.demo",), sdk_tracing=False, agents=DEFAULT_AGENTS)
     assets: dict[str, dict[str, Path]] = {variant: {} for variant in VARIANTS}
     for name in HANDLERS:
         built = folder / "pyc" / name
@@ -175,8 +194,32 @@ def build_assets(folder: Path, python_version: str) -> dict[str, dict[str, Path]
     return assets
 
 
+def build_before(checkout: Path, folder: Path, python_version: str) -> tuple[dict[str, Path], dict[str, str]]:
+    """Another checkout's deployed assets, built by its own code (``{function: asset}``), and the environment its
+    construct adds to every function."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(checkout / "shared"), str(checkout)))}
+    completed = subprocess.run(
+        [sys.executable, "-c", _BUILD_BEFORE, str(folder), python_version],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"building the assets of {checkout} failed: {completed.stderr[-2000:]}")
+    deployed = json.loads(completed.stdout.strip().splitlines()[-1])
+    return {name: folder / "pyc" / name for name in HANDLERS}, deployed
+
+
 def measure_first_requests(
-    runs: int, python_version: str = DEPLOY_PYTHON, importtime_dir: Path | None = None
+    runs: int,
+    python_version: str = DEPLOY_PYTHON,
+    importtime_dir: Path | None = None,
+    *,
+    variants: tuple[str, ...] = ("pyc", "source"),
+    before: Path | None = None,
 ) -> dict[str, Any]:
     """Fresh interpreter of the Lambda's version → import from the built asset, read-only → one answered request,
     on a moto server, per handler and asset variant, and for the bare boto3 anchor, in the same rounds.
@@ -210,6 +253,12 @@ def measure_first_requests(
     with MotoServer() as moto, tempfile.TemporaryDirectory(prefix="agentturn-cold-") as scratch:
         folder = Path(scratch)
         assets = build_assets(folder / "assets", python_version)
+        from agentturn.api.lambdas import DEPLOYED_ENVIRONMENT
+
+        # What each variant's functions get from their construct besides the resources (the before checkout's own).
+        deployed_env: dict[str, dict[str, str]] = {variant: dict(DEPLOYED_ENVIRONMENT) for variant in variants}
+        if before is not None:
+            assets["before"], deployed_env["before"] = build_before(before, folder / "before", python_version)
         plain = client("dynamodb", moto.endpoint_url)
         resources = ours_resources(moto.endpoint_url, AwsCounter(), plain)
         environment = {
@@ -254,7 +303,7 @@ def measure_first_requests(
             "retention": lambda: retention_event,
         }
         for round_number in range(runs + 1):
-            for variant in VARIANTS:
+            for variant in variants:
                 for name, make_event in events.items():
                     # The anchor imports boto3 from an asset too (the smallest): the same pinned version.
                     asset = assets[variant]["retention" if name == "boto3" else name]
@@ -263,7 +312,10 @@ def measure_first_requests(
                     event_path.write_text(json.dumps(make_event(), ensure_ascii=False))
                     env = _env(tracing=False, extra={**environment, "LAMBDA_TASK_ROOT": str(asset)})
                     env.pop("PYTHONPATH", None)
-                    before = os.getloadavg()[0]
+                    for variable in DEPLOYED_ENVIRONMENT:
+                        env.pop(variable, None)
+                    env.update(deployed_env[variant])
+                    load_before = os.getloadavg()[0]
                     completed = subprocess.run(
                         python_in_asset(
                             interpreter,
@@ -288,7 +340,7 @@ def measure_first_requests(
                         (importtime_dir / f"{name}.{variant}.txt").write_text(completed.stderr)
                     if round_number > 0:  # the first round reads the assets into the page cache
                         samples.setdefault(key, []).append(json.loads(out.read_text()))
-                        loads += [before, os.getloadavg()[0]]
+                        loads += [load_before, os.getloadavg()[0]]
                     for message in handled:
                         # The worker answered: what its event source mapping then deletes.
                         sqs.delete_message(QueueUrl=resources.queue_url, ReceiptHandle=message["ReceiptHandle"])
@@ -303,19 +355,32 @@ def measure_first_requests(
                 "import_ms": statistics.median(s["import_ms"] for s in runs_of),
                 "first_answer_ms": statistics.median(s["total_ms"] for s in runs_of),
                 "first_answer_ms_runs": [round(s["total_ms"], 1) for s in runs_of],
+                # The child's own CPU (not the emulator's): steadier than wall time on a loaded machine.
+                "first_answer_cpu_ms": statistics.median(s["cpu_ms"] for s in runs_of),
                 "statuses": sorted({s["status"] for s in runs_of}),
                 "modules_loaded": statistics.median(s["modules"] for s in runs_of),
             }
         )
     # The anchor is boto3 with byte code: the runtime's own boto3 is precompiled.
     baseline = next(r["first_answer_ms"] for r in rows if r["handler"] == "boto3" and r["asset"] == "pyc")
+    baseline_cpu = next(r["first_answer_cpu_ms"] for r in rows if r["handler"] == "boto3" and r["asset"] == "pyc")
     for row in rows:
         row["ratio_to_boto3_first_request"] = row["first_answer_ms"] / baseline
+        row["cpu_ratio_to_boto3_first_request"] = row["first_answer_cpu_ms"] / baseline_cpu
+    if before is not None:
+        # Per handler, this checkout's deployed asset against the before checkout's, in the same rounds.
+        was = {r["handler"]: r["first_answer_ms"] for r in rows if r["asset"] == "before"}
+        was_cpu = {r["handler"]: r["first_answer_cpu_ms"] for r in rows if r["asset"] == "before"}
+        for row in rows:
+            if row["asset"] == "pyc" and row["handler"] in was:
+                row["ratio_to_before"] = row["first_answer_ms"] / was[row["handler"]]
+                row["cpu_ratio_to_before"] = row["first_answer_cpu_ms"] / was_cpu[row["handler"]]
     return {
         "python": python_version,
         "interpreter": interpreter,
         "read_only_mount": can_mount_read_only(),
         "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
+        "before": str(before) if before is not None else None,
         "rows": sorted(rows, key=lambda r: (VARIANTS.index(r["asset"]), r["handler"] != "boto3")),
     }
 
@@ -328,7 +393,22 @@ def main() -> None:
     parser.add_argument("--importtime-dir", type=Path, help="also write each child's -X importtime report here")
     parser.add_argument("--python", default=DEPLOY_PYTHON, help="the Lambda runtime's version (default 3.12)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/imports.json"))
+    parser.add_argument(
+        "--assets",
+        default="pyc,source",
+        help="which assets of each function: pyc (deployed), source (without byte code), before (needs --before)",
+    )
+    parser.add_argument(
+        "--before", type=Path, help="another checkout (e.g. `git worktree add` of main): its deployed assets too"
+    )
     args = parser.parse_args()
+    variants = tuple(v for v in args.assets.split(",") if v)
+    if args.before is not None and "before" not in variants:
+        variants = (*variants, "before")
+    if "before" in variants and args.before is None:
+        parser.error("--assets before needs --before PATH")
+    if unknown := sorted(set(variants) - set(VARIANTS)) or ("pyc" not in variants and ["pyc"]):
+        parser.error(f"--assets: {unknown!r} (pyc, the anchor's, is always measured)")
     present = [name for name in HANDLERS if (REPO / "functions" / name / "app.py").exists()]
     modules = ["boto3", *(f"functions.{name}.app" for name in present)]
     payload: dict[str, Any] = {"runs": args.runs, "modules": []}
@@ -336,7 +416,9 @@ def main() -> None:
         payload.update(measure_imports(modules, args.runs))
     payload["missing_handlers"] = [name for name in HANDLERS if name not in present]
     if not args.no_first_request:
-        payload["first_request"] = measure_first_requests(args.runs, args.python, args.importtime_dir)
+        payload["first_request"] = measure_first_requests(
+            args.runs, args.python, args.importtime_dir, variants=variants, before=args.before
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2))
     for row in payload["modules"]:
@@ -355,7 +437,13 @@ def main() -> None:
         print(
             f"{row['handler']:>10} {row['asset']:>6} first answer {row['first_answer_ms']:7.1f} ms "
             f"(import {row['import_ms']:.1f} ms) ×boto3+GetItem {row['ratio_to_boto3_first_request']:.2f} "
-            f"{row['statuses']}"
+            f"cpu {row['first_answer_cpu_ms']:6.1f} ms ×boto3 {row['cpu_ratio_to_boto3_first_request']:.2f} "
+            + (
+                f"×before {row['ratio_to_before']:.2f} (cpu {row['cpu_ratio_to_before']:.2f}) "
+                if "ratio_to_before" in row
+                else ""
+            )
+            + f"{row['statuses']}"
         )
 
 

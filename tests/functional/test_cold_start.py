@@ -56,6 +56,14 @@ def test_a_cold_sweeper_sweeps_without_the_form_validator_the_agents_or_the_trac
     assert [json.loads(m["Body"])["turnId"] for m in deployment.receive()] != []
     modules = set(answer["modules"])
     assert "agentturn.engine.runner" in modules
-    # ... without jsonschema (no form is defined or checked), the agents' module or the X-Ray SDK
-    for name in ("jsonschema", "agentturn.demo", "aws_xray_sdk", "aws_lambda_powertools.event_handler"):
+    # ... without the form validator (no form is defined or checked: jsonschema, regex, the formats), the agents'
+    # module or the X-Ray SDK
+    for name in (
+        "jsonschema",
+        "agentturn.forms.validation",
+        "regex",
+        "agentturn.demo",
+        "aws_xray_sdk",
+        "aws_lambda_powertools.event_handler",
+    ):
         assert not any(m == name or m.startswith(f"{name}.") for m in modules), name

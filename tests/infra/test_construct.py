@@ -365,3 +365,28 @@ def test_only_the_functions_that_send_the_wanted_notices_know_the_bus(
     assert ("events:PutEvents" in policies) is put
     # AND the live timeline is published whatever the choice
     assert any("AGENTTURN_LIVE_ENDPOINT" in v for v in variables)
+
+
+def test_every_function_skips_pydantic_plugin_scan_unless_the_team_wants_its_plugin() -> None:
+    # GIVEN a system with defaults, and one whose worker bundles a pydantic plugin of its own
+    _, defaults = build(lambda stack: AgentTurn(stack, "AgentTurn"))
+    worker_props = FunctionProps(environment={"PYDANTIC_DISABLE_PLUGINS": ""})
+    _, with_plugin = build(lambda stack: AgentTurn(stack, "AgentTurn", function_props={"worker": worker_props}))
+
+    def plugin_settings(template: dict[str, Any]) -> dict[str, str | None]:
+        functions = of_type(template, "AWS::Lambda::Function")
+        return {
+            logical_id: f["Properties"]["Environment"]["Variables"].get("PYDANTIC_DISABLE_PLUGINS")
+            for logical_id, f in functions.items()
+            if f["Properties"].get("Handler") != "index.handler"  # CDK's own helper functions
+        }
+
+    # WHEN they are synthesised
+    # THEN every agentturn function skips pydantic's scan of the installed distributions (no plugin ships)
+    assert set(plugin_settings(defaults).values()) == {"__all__"}
+    # AND a team may turn the plugins back on for one function: its setting wins, the others keep the default
+    chosen = plugin_settings(with_plugin)
+    assert sorted(chosen.values(), key=str) == ["", *["__all__"] * (len(chosen) - 1)]
+    assert [key for key, value in chosen.items() if value == ""] == [
+        key for key in chosen if key.startswith("AgentTurnWorkerFunction")
+    ]

@@ -111,3 +111,22 @@ def test_the_wiring_creates_the_sqs_and_s3_clients_on_their_first_use(monkeypatc
     # WHEN S3's is first used THEN it is created, the real client of its service, and SQS's still is not
     assert s3.meta.service_model.service_name == "s3"
     assert s3.created and not sqs.created
+
+
+@pytest.mark.parametrize("module", ["agentturn.api.worker", "agentturn.aws.retention"])
+def test_the_batch_modules_load_powertools_batch_without_its_parser_models(module: str) -> None:
+    # GIVEN a fresh interpreter WHEN it imports what the worker's or the retention function's first batch imports
+    modules = _modules_after_import(module, tracing=False)
+    # THEN Powertools' batch processor is there and pydantic too, but not the parser's pydantic models of every
+    # event source that Powertools builds when pydantic came first (they are never used)
+    assert _loaded(modules, "aws_lambda_powertools.utilities.batch")
+    assert _loaded(modules, "pydantic")
+    assert not _loaded(modules, "aws_lambda_powertools.utilities.parser")
+
+
+def test_the_retention_functions_first_batch_builds_no_turn_models() -> None:
+    # GIVEN a fresh interpreter WHEN it imports what the retention function's first batch imports
+    modules = _modules_after_import("agentturn.aws.retention", tracing=False)
+    # THEN the turn's pydantic models are not built: a TTL removal is read from the stream's image as it is
+    assert not _loaded(modules, "agentturn.state.turn")
+    assert not _loaded(modules, "agentturn.state.messages")

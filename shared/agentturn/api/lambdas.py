@@ -19,6 +19,12 @@ if TYPE_CHECKING:
 
 SERVICE: Final = "agentturn"
 
+#: Set in every deployed function's environment (the construct) and wherever a handler is measured as deployed
+#: (``bench``): pydantic's plugin loader otherwise reads every installed distribution's entry points when the
+#: first model is built; no plugin ships in an asset, so the scan finds nothing at a cold start's expense.
+#: ``function_props`` may set it to ``""`` for a team that bundles a pydantic plugin (logfire, for one).
+DEPLOYED_ENVIRONMENT: Final[Mapping[str, str]] = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 _TRUTHY: Final = frozenset({"1", "true", "yes", "on", "y", "t"})

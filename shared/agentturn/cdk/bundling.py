@@ -69,6 +69,7 @@ from packaging.utils import canonicalize_name as _canonical
 
 from agentturn._sources import code_layout
 from agentturn.cdk.bytecode import cache_tag, compile_asset, compiled_tree, target_interpreter
+from agentturn.cdk.checked_forms import checked_digests, write_checked
 from agentturn.cdk.closure import AWS_SERVICES, Closure, function_closure, kept_service_model, tree_entries
 from agentturn.cdk.settings import Architecture
 from agentturn.cdk.staging import build_once, link_or_copy
@@ -82,8 +83,9 @@ RUNTIME_EXCLUDED: Final = ("cdk", "local", "web", "templates", "functions", "tes
 #: Bump when the layout of a cached dependency tree changes, so cached trees are not reused across it.
 BUNDLE_FORMAT: Final = "agentturn-lambda-asset/1"
 #: Bump when the layout of an asset changes (2: the runtime part of the package, the team's code; 3: only what
-#: the function can import, botocore's models of the services it uses; 4: byte code of the target's Python).
-ASSET_LAYOUT: Final = "4"
+#: the function can import, botocore's models of the services it uses; 4: byte code of the target's Python; 5: the
+#: digests of the agents' form schemas checked at build, :mod:`agentturn.cdk.checked_forms`).
+ASSET_LAYOUT: Final = "5"
 #: The handler every function's ``app.py`` defines.
 HANDLER: Final = "app.handler"
 #: Never shipped: caches, and the console scripts pip writes (they name this machine's interpreter).
@@ -368,6 +370,9 @@ class AssetInputs:
     sdk_tracing: bool = True
     #: Byte code compiled by the target's Python (:mod:`agentturn.cdk.bytecode`); off only to measure without it.
     bytecode: bool = True
+    #: The deployed agents (``package.module:function``): their form schemas are checked once at build
+    #: (:mod:`agentturn.cdk.checked_forms`) when the target's Python is here; ``None``: checked at run time.
+    agents: str | None = None
 
     @property
     def services(self) -> tuple[str, ...]:
@@ -493,11 +498,37 @@ def build_asset(function: str, spec: DependencySpec, output: Path, inputs: Asset
             from_tree = set(tree_entries(tree, closure.distributions))
             own = [name for name in own if name not in from_tree]
         compile_asset(output, spec.target.python_version, only=sorted(own))
+    if inputs.agents is not None:
+        _write_checked_forms(output, spec, inputs, inputs.agents)
+
+
+#: Digests of checked form schemas by the asset inputs they came from: the agents load once per synth, not once
+#: per function (every function of one synth has the same agents, package and team code).
+_checked_forms: dict[str, list[str]] = {}
+
+
+def _write_checked_forms(output: Path, spec: DependencySpec, inputs: AssetInputs, agents: str) -> None:
+    key = _shared_inputs_digest(spec, inputs)
+    digests = _checked_forms.get(key)
+    if digests is None:
+        # A function whose asset cannot load the agents (its closure may lack a module they import)
+        # writes nothing and remembers nothing: the next function's asset may load them.
+        digests = checked_digests(output, agents, spec.target.python_version)
+        if digests is None:
+            return
+        _checked_forms[key] = digests
+    write_checked(output, digests)
 
 
 def asset_hash(function: str, spec: DependencySpec, inputs: AssetInputs | None = None) -> str:
     """Exactly the inputs of the asset: the dependency key, the package, the team's code and the function."""
     inputs = inputs or AssetInputs()
+    parts = [_shared_inputs_digest(spec, inputs), function, tree_digest(functions_dir() / function)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _shared_inputs_digest(spec: DependencySpec, inputs: AssetInputs) -> str:
+    """The inputs every function of one deployment shares: the dependency key, the package, the team's code."""
     parts = [
         BUNDLE_FORMAT,
         ASSET_LAYOUT,
@@ -508,8 +539,7 @@ def asset_hash(function: str, spec: DependencySpec, inputs: AssetInputs | None =
         f"services={','.join(inputs.services)}",
         f"sdk_tracing={inputs.sdk_tracing}",
         f"bytecode={_bytecode_tag(spec.target, inputs)}",
-        function,
-        tree_digest(functions_dir() / function),
+        f"agents={inputs.agents}",
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

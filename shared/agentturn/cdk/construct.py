@@ -38,7 +38,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from agentturn.api.lambdas import SERVICE
+from agentturn.api.lambdas import DEPLOYED_ENVIRONMENT, SERVICE
 from agentturn.api.routes import RUN_LAMBDA_GROUPS, SUBMIT_LAMBDA_GROUPS, RouteGroup
 from agentturn.api.settings import DEFAULT_AGENTS
 from agentturn.aws import tables
@@ -612,6 +612,7 @@ class AgentTurn(Construct):
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "POWERTOOLS_TRACE_DISABLED": "false" if settings.tracing and settings.sdk_tracing else "true",
+            **DEPLOYED_ENVIRONMENT,
         }
         access = permissions.access(name)
         if access.blobs or access.purge:
@@ -670,7 +671,8 @@ class AgentTurn(Construct):
                 iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole")
             )
         environment = self._environment(name)
-        clashes = sorted(set(props.environment) & set(environment))
+        # DEPLOYED_ENVIRONMENT is a default a team may change (a pydantic plugin of its own); the rest is agentturn's.
+        clashes = sorted(set(props.environment) & (set(environment) - set(DEPLOYED_ENVIRONMENT)))
         if clashes:
             raise ConfigError(f"function_props for {name!r}: agentturn sets {clashes!r} itself")
         fn = lambda_.Function(

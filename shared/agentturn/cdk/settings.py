@@ -238,6 +238,7 @@ class Settings:
             modules=(agents_module,) if agents_module.startswith("agentturn.") else (),
             aws_services=self.aws_services,
             sdk_tracing=self.sdk_tracing,
+            agents=self.agents,
         )
 
     def __post_init__(self) -> None:

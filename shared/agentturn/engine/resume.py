@@ -27,7 +27,6 @@ from agentturn.errors import (
     ToolArgumentsInvalidError,
 )
 from agentturn.forms.definitions import REQUEST_USER_INPUT
-from agentturn.forms.validation import validate_form_data
 from agentturn.state.commands import ResumeCommand, ResumeKind
 from agentturn.state.messages import (
     ApprovalStatus,
@@ -123,6 +122,10 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
         _apply_decline(turn, suspension, command, now_iso)
         return
     data = command.data or {}
+    # Imported where a form is checked: the validator (regex, the formats) is no part of a process that
+    # never checks one (the sweeper).
+    from agentturn.forms.validation import validate_form_data
+
     errors = validate_form_data(suspension.metadata["schema"], data)
     if errors:
         raise FormValidationError(errors)
@@ -238,6 +241,10 @@ def _edited_arguments(suspension: Suspension, arguments: dict[str, Any] | None) 
             suspension.tool_name,
             [{"path": "", "message": "this approval was asked before edits were possible: approve it as shown"}],
         )
+    # Imported where a form is checked: the validator (regex, the formats) is no part of a process that
+    # never checks one (the sweeper).
+    from agentturn.forms.validation import validate_form_data
+
     errors = validate_form_data(schema, arguments)
     if errors:
         raise ToolArgumentsInvalidError(suspension.tool_name, errors)

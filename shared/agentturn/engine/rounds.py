@@ -17,7 +17,6 @@ from agentturn.agents.agent import ExecutionPolicy
 from agentturn.engine.redaction import REDACT_VALUES
 from agentturn.errors import FormValidationError
 from agentturn.forms.rounds import InputRoundRequired, RoundAction
-from agentturn.forms.validation import validate_form_data
 from agentturn.state.commands import ResumeCommand, ResumeKind
 from agentturn.state.messages import CardMessage, FormStatus, ToolCall
 from agentturn.state.turn import Suspension, SuspensionType, Turn, TurnPhase
@@ -111,6 +110,10 @@ def answer_round(turn: Turn, suspension: Suspension, command: ResumeCommand, now
         _record(turn, suspension, RoundAction.DECLINE, None)
         return
     data = command.data or {}
+    # Imported where a form is checked: the validator (regex, the formats) is no part of a process that
+    # never checks one (the sweeper).
+    from agentturn.forms.validation import validate_form_data
+
     errors = validate_form_data(suspension.metadata["schema"], data)
     if errors:
         raise FormValidationError(errors)

@@ -25,6 +25,7 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from agentturn.forms.checked import checked_at_build, passed_meta_check, schema_digest
 from agentturn.forms.ecma_regex import PatternError, compile_ecma
 from agentturn.forms.formats import FORMATS
 
@@ -200,14 +201,25 @@ def _check_cycles(root: dict[str, Any]) -> None:
         visit(node, [], [])
 
 
-def check_form_schema(schema: dict[str, Any]) -> None:
-    """Raise :class:`SchemaRefusedError` unless ``schema`` can be checked safely and like the console does."""
-    # Against the meta-schema without its format checks: those would judge ``pattern`` by Python's syntax.
+def _check_against_meta_schema(schema: dict[str, Any]) -> None:
+    # Without the meta-schema's format checks: those would judge ``pattern`` by Python's syntax.
     from jsonschema.exceptions import best_match
 
     error = best_match(_meta().iter_errors(schema))
     if error is not None:
         where = "".join(f"/{_escape(str(p))}" for p in error.absolute_path)
         raise SchemaRefusedError(where, f"invalid JSON Schema: {error.message}")
+
+
+def check_form_schema(schema: dict[str, Any]) -> None:
+    """Raise :class:`SchemaRefusedError` unless ``schema`` can be checked safely and like the console does.
+
+    The meta-schema part (jsonschema) is skipped for a schema the asset's build already checked
+    (:mod:`agentturn.forms.checked`): a cold process that defines or checks only those never imports jsonschema.
+    """
+    digest = schema_digest(schema)
+    if not checked_at_build(digest):
+        _check_against_meta_schema(schema)
+        passed_meta_check(digest)
     _check_node(schema, schema, "")
     _check_cycles(schema)

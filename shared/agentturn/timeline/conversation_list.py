@@ -11,11 +11,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Annotated, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Final, Protocol, runtime_checkable
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
-from agentturn.state.turn import Turn
+if TYPE_CHECKING:
+    # A type only: the retention function takes title_of from here and never builds the turn's models.
+    from agentturn.state.turn import Turn
 
 #: The turn metadata key that names a turn's owner (the HTTP API's ``api.ownership.OWNER_KEY``).
 OWNER_METADATA_KEY: Final = "ownerId"
