@@ -367,6 +367,26 @@ def test_only_the_functions_that_send_the_wanted_notices_know_the_bus(
     assert any("AGENTTURN_LIVE_ENDPOINT" in v for v in variables)
 
 
+@pytest.mark.parametrize(
+    ("given", "meant"), [(True, TurnNotices.ALL), (False, TurnNotices.NONE), ("people", TurnNotices.PEOPLE)]
+)
+def test_notices_written_as_a_bool_keep_what_they_meant_before_the_kinds(given: object, meant: TurnNotices) -> None:
+    # GIVEN an app written when notices was a bool (True: every notice; False: none), or one naming a kind in words
+    from agentturn.cdk.settings import notice_kinds
+
+    # THEN it is read as the kinds that send the same notices (True never quietly becomes the PEOPLE default)
+    assert notice_kinds(given) is meant  # type: ignore[arg-type]
+
+
+def test_a_misspelt_notices_choice_is_refused_at_synth_naming_the_choices() -> None:
+    # GIVEN a team that misspells its notices choice
+    # THEN synth refuses it, naming the value and what it may be, before anything is built
+    with pytest.raises(
+        ConfigError, match=r"notices must be a TurnNotices \('all', 'people', 'none'\) or a bool, not 'peeple'"
+    ):
+        build(lambda stack: AgentTurn(stack, "AgentTurn", notices="peeple"))  # type: ignore[arg-type]
+
+
 def test_every_function_skips_pydantic_plugin_scan_unless_the_team_wants_its_plugin() -> None:
     # GIVEN a system with defaults, and one whose worker bundles a pydantic plugin of its own
     _, defaults = build(lambda stack: AgentTurn(stack, "AgentTurn"))

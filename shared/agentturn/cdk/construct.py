@@ -63,6 +63,7 @@ from agentturn.cdk.settings import (
     QueueProps,
     Settings,
     TableProps,
+    notice_kinds,
     read_requirements,
     web_adapter_layer_arn,
 )
@@ -156,7 +157,7 @@ class AgentTurn(Construct):
         terminal_ttl_days: int | None = None,
         tracing: bool = True,
         sdk_tracing: bool = False,
-        notices: TurnNotices = TurnNotices.PEOPLE,
+        notices: TurnNotices | bool = TurnNotices.PEOPLE,
     ) -> None:
         super().__init__(scope, construct_id)
         _refuse_existing_with_props(
@@ -199,7 +200,7 @@ class AgentTurn(Construct):
             alarm_email=alarm_email,
             tracing=tracing,
             sdk_tracing=sdk_tracing,
-            notices=notices,
+            notices=notice_kinds(notices),
             api=api_props or ApiProps(),
             tables=table_props or TableProps(),
             queue=queue_props or QueueProps(),

@@ -176,6 +176,19 @@ class AgUiStreamingProps:
 _SERVICE_NAME: Final = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
+def notice_kinds(notices: TurnNotices | bool | str) -> TurnNotices:
+    """The construct's ``notices`` as :class:`TurnNotices`. It was a bool before it named kinds: True sent every
+    notice and False none, so an app written then keeps what it asked for (True must not quietly become the
+    PEOPLE default's fewer notices)."""
+    if isinstance(notices, bool):
+        return TurnNotices.ALL if notices else TurnNotices.NONE
+    try:
+        return TurnNotices(notices)
+    except ValueError:
+        kinds = ", ".join(repr(kind.value) for kind in TurnNotices)
+        raise ConfigError(f"notices must be a TurnNotices ({kinds}) or a bool, not {notices!r}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
     agents: str = DEFAULT_AGENTS
