@@ -7,7 +7,7 @@ from typing import Any
 from agentturn.engine import people
 from agentturn.engine.clock import iso
 from agentturn.engine.redaction import REDACT_VALUES
-from agentturn.engine.rounds import answer_round, expire_round, is_round_wait
+from agentturn.engine.rounds import answer_round, expire_round, is_round_wait, submitted_form_data
 from agentturn.engine.suspend import next_runnable_call
 from agentturn.engine.tool_results import (
     Unanswered,
@@ -21,11 +21,11 @@ from agentturn.engine.tool_results import (
 )
 from agentturn.errors import (
     AwaitedAnswer,
-    FormValidationError,
     InvalidResumeError,
     RefusalReason,
     ToolArgumentsInvalidError,
 )
+from agentturn.forms.checking import problems_in
 from agentturn.forms.definitions import REQUEST_USER_INPUT
 from agentturn.state.commands import ResumeCommand, ResumeKind
 from agentturn.state.messages import (
@@ -121,14 +121,7 @@ def _apply_form(turn: Turn, suspension: Suspension, command: ResumeCommand, now_
     if command.kind is ResumeKind.DECLINE_INPUT:
         _apply_decline(turn, suspension, command, now_iso)
         return
-    data = command.data or {}
-    # Imported where a form is checked: the validator (regex, the formats) is no part of a process that
-    # never checks one (the sweeper).
-    from agentturn.forms.validation import validate_form_data
-
-    errors = validate_form_data(suspension.metadata["schema"], data)
-    if errors:
-        raise FormValidationError(errors)
+    data = submitted_form_data(suspension, command)
     _decided_card(
         turn,
         suspension,
@@ -241,11 +234,7 @@ def _edited_arguments(suspension: Suspension, arguments: dict[str, Any] | None) 
             suspension.tool_name,
             [{"path": "", "message": "this approval was asked before edits were possible: approve it as shown"}],
         )
-    # Imported where a form is checked: the validator (regex, the formats) is no part of a process that
-    # never checks one (the sweeper).
-    from agentturn.forms.validation import validate_form_data
-
-    errors = validate_form_data(schema, arguments)
+    errors = problems_in(schema, arguments)
     if errors:
         raise ToolArgumentsInvalidError(suspension.tool_name, errors)
     return dict(arguments)

@@ -16,6 +16,7 @@ from typing import Any
 from agentturn.agents.agent import ExecutionPolicy
 from agentturn.engine.redaction import REDACT_VALUES
 from agentturn.errors import FormValidationError
+from agentturn.forms.checking import problems_in
 from agentturn.forms.rounds import InputRoundRequired, RoundAction
 from agentturn.state.commands import ResumeCommand, ResumeKind
 from agentturn.state.messages import CardMessage, FormStatus, ToolCall
@@ -101,6 +102,16 @@ def _settle_card(turn: Turn, suspension: Suspension, update: dict[str, Any]) -> 
     turn.cards = [settled(card) for card in turn.cards]
 
 
+def submitted_form_data(suspension: Suspension, command: ResumeCommand) -> dict[str, Any]:
+    """The data a form submit carries, checked against the schema frozen with the wait; a submission that does
+    not fit is refused whole (:class:`FormValidationError`) and changes nothing."""
+    data = command.data or {}
+    errors = problems_in(suspension.metadata["schema"], data)
+    if errors:
+        raise FormValidationError(errors)
+    return data
+
+
 def answer_round(turn: Turn, suspension: Suspension, command: ResumeCommand, now_iso: str) -> None:
     """A submit (accept, checked against the frozen schema) or a decline of one card of a round."""
     by = command.metadata.get("submittedBy")
@@ -109,14 +120,7 @@ def answer_round(turn: Turn, suspension: Suspension, command: ResumeCommand, now
         _settle_card(turn, suspension, {**update, "submitted_at": now_iso})
         _record(turn, suspension, RoundAction.DECLINE, None)
         return
-    data = command.data or {}
-    # Imported where a form is checked: the validator (regex, the formats) is no part of a process that
-    # never checks one (the sweeper).
-    from agentturn.forms.validation import validate_form_data
-
-    errors = validate_form_data(suspension.metadata["schema"], data)
-    if errors:
-        raise FormValidationError(errors)
+    data = submitted_form_data(suspension, command)
     update = {"status": FormStatus.SUBMITTED, "submitted_values": data, "submitted_by": by, "submitted_at": now_iso}
     _settle_card(turn, suspension, update)
     _record(turn, suspension, RoundAction.ACCEPT, data)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentturn.agents.tools import Tool, ToolContext
+from agentturn.forms.checking import problems_in
 from agentturn.state.approvers import Approvers, DeadlineAction
 
 REQUEST_USER_INPUT = "request_user_input"
@@ -22,9 +23,7 @@ def _check_default_answer(form_key: str, schema: dict[str, Any], approvers: Appr
         raise ValueError(
             f"form {form_key!r}: a form's default answer is AtDeadline.answer(data), not {at.action.value}"
         )
-    from agentturn.forms.validation import validate_form_data
-
-    problems = validate_form_data(schema, at.data)
+    problems = problems_in(schema, at.data)
     if problems:
         listed = "; ".join(f"{p['path'] or '/'}: {p['message']}" for p in problems)
         raise ValueError(f"form {form_key!r}: the default answer at the deadline does not fit the form ({listed})")
