@@ -122,22 +122,7 @@ class FunctionPool:
             if self._warming or self._created >= self.spec.concurrency:
                 return
             self._warming = True
-        threading.Thread(target=self._warm_spare, name=f"warm-{self.spec.name}", daemon=True).start()
-
-    def _warm_spare(self) -> None:
-        try:
-            container = self._new_container()
-            self._readied(container)
-        except Exception:
-            # The first container imported the same module at start: this only fails if the environment broke
-            # since; the request that needs one imports it itself and reports the error.
-            _log.exception("importing a spare %s container failed", self.spec.name)
-            with self._lock:
-                self._warming = False
-            return
-        with self._lock:
-            self._warming = False
-        self._idle.put(container)
+        self._warm_in_background("warm", lambda: [self._new_container()])
 
     def warm(self) -> ModuleType:
         """Import one container now (start-up cost and import errors show before the URL is printed)."""
@@ -157,19 +142,30 @@ class FunctionPool:
                 idle.append(self._idle.get_nowait())
             except queue.Empty:
                 break
+        self._warm_in_background("ready", lambda: idle)
+
+    def _warm_in_background(self, name: str, containers: Callable[[], list[ModuleType]]) -> None:
+        """In a thread: get ``containers`` (import new ones, or those taken from the idle queue), ready each, then
+        offer them. The caller has set ``_warming``; it is cleared before they are offered, so that whoever takes
+        the last one imports a spare ahead."""
 
         def run() -> None:
+            warmed: list[ModuleType] = []
             try:
-                for container in idle:
+                warmed = containers()
+                for container in warmed:
                     self._readied(container)
+            except Exception:
+                # The first container imported the same module at start: this only fails if the environment
+                # broke since; the request that needs one imports it itself and reports the error.
+                _log.exception("importing a spare %s container failed", self.spec.name)
             finally:
-                # Cleared before they are offered: whoever takes the last one then imports a spare ahead.
                 with self._lock:
                     self._warming = False
-                for container in idle:
+                for container in warmed:
                     self._idle.put(container)
 
-        threading.Thread(target=run, name=f"ready-{self.spec.name}", daemon=True).start()
+        threading.Thread(target=run, name=f"{name}-{self.spec.name}", daemon=True).start()
 
     def _readied(self, container: ModuleType) -> None:
         ready = self._ready
