@@ -7,13 +7,13 @@ and answers one real event on the emulator, and the test looks at what that load
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Final
 
 from tests.functional.harness import Deployment, FakeLambdaContext, http_event
 from tests.support.lambda_process import lambda_env
+from tests.support.task_root import last_json_line
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 
@@ -40,17 +40,11 @@ def test_a_cold_sweeper_sweeps_without_the_form_validator_the_agents_or_the_trac
     assert response.status == 503
     env = lambda_env(tracing=False, function_name="agentturn-sweeper")
     # WHEN a fresh interpreter imports the sweeper handler and answers one scheduled event
-    completed = subprocess.run(
+    answer = last_json_line(
         [sys.executable, "-c", _FIRST_SWEEP, str(ROOT / "tests" / "events" / "eventbridge_schedule.json")],
         cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    answer = json.loads(completed.stdout.splitlines()[-1])
     # THEN it handed the turn over again ...
     assert answer["result"]["enqueued"] == 1
     assert [json.loads(m["Body"])["turnId"] for m in deployment.receive()] != []

@@ -4,8 +4,6 @@ never imports jsonschema; any other schema is still checked in full, and agenttu
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,7 @@ from agentturn.forms import checked
 from agentturn.forms.checked import CHECKED_SCHEMAS_FILE, schema_digest
 from agentturn.forms.schema_rules import SchemaRefusedError, check_form_schema
 from tests.support.lambda_process import lambda_env
-from tests.support.task_root import python_in_asset
+from tests.support.task_root import last_json_line, python_in_asset
 
 #: In the built asset, read-only: define the demo forms, check a submission to one, then define a form the build
 #: never saw; report which of them brought jsonschema in.
@@ -89,17 +87,7 @@ def test_a_cold_process_checks_known_forms_without_jsonschema_and_new_ones_in_fu
     env = lambda_env(tracing=False, function_name="agentturn-run", extra={"LAMBDA_TASK_ROOT": str(asset)})
     env.pop("PYTHONPATH", None)
     # WHEN it loads the demo agents, checks a bad submission to one of their forms, then defines a new form
-    completed = subprocess.run(
-        python_in_asset(interpreter, asset, _PROBE, DEFAULT_AGENTS),
-        cwd=asset,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    found = json.loads(completed.stdout.strip().splitlines()[-1])
+    found = last_json_line(python_in_asset(interpreter, asset, _PROBE, DEFAULT_AGENTS), cwd=asset, env=env)
     # THEN the known forms are defined and the submission refused without jsonschema ever loading
     assert found["after_known"] is False
     assert found["problems"] >= 1

@@ -8,8 +8,6 @@ times themselves are reported by ``bench/bench_imports.py`` (``make bench``).
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Final
@@ -18,6 +16,7 @@ import pytest
 
 from agentturn.api.lambdas import tracing_enabled
 from tests.support.lambda_process import lambda_env
+from tests.support.task_root import last_json_line
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 HANDLERS: Final = ("run", "submit", "worker", "sweeper", "retention", "agui")
@@ -43,17 +42,8 @@ NEVER_AT_IMPORT: Final = (
 
 def _modules_after_import(module: str, *, tracing: bool) -> set[str]:
     code = f"import json, sys\nimport {module}\nprint(json.dumps(sorted(sys.modules)))"
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=lambda_env(tracing=tracing, function_name="agentturn-test"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return set(json.loads(completed.stdout.splitlines()[-1]))
+    env = lambda_env(tracing=tracing, function_name="agentturn-test")
+    return set(last_json_line([sys.executable, "-c", code], cwd=ROOT, env=env))
 
 
 def _loaded(modules: set[str], name: str) -> bool:

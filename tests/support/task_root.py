@@ -4,11 +4,13 @@ is read-only, so nothing an import compiles is ever kept) with nothing but the a
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 #: ``python -I -S``: no user site, no PYTHONPATH, no site-packages of this machine's interpreter, and ``-B``:
 #: no byte code written even where the mount could not be made read-only.
@@ -47,3 +49,13 @@ def python_in_asset(
     library."""
     bootstrap = f"import sys; sys.path.insert(0, {str(asset)!r})\n"
     return read_only(asset, [interpreter, *ISOLATED, *options, "-c", bootstrap + code, *arguments])
+
+
+def last_json_line(command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float = 120) -> Any:
+    """Run ``command`` (a fresh interpreter that prints what it found as JSON, last) and return that last line,
+    parsed; a failed run fails the test with the end of its stderr."""
+    completed = subprocess.run(
+        list(command), cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
