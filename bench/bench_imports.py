@@ -19,7 +19,9 @@ elsewhere on the machine is spread over all of them), after one untimed round th
   the invocation makes. Each asset is measured twice: as deployed (*pyc*: the byte code of that Python) and
   without its ``__pycache__`` folders (*source*, as assets were before), beside the anchor — a bare
   ``import boto3`` + one client + one ``GetItem``, boto3 from the asset with byte code (the runtime's own
-  boto3 is precompiled) and without — all alternating in the same rounds, after one untimed round. The
+  boto3 is precompiled) and without — and the *floor*: the anchor inside Powertools' ``Logger`` and ``Metrics``
+  decorators with one pydantic model validating what it read (the least handler in this house's style, from the
+  run asset; ``×floor`` per handler) — all alternating in the same rounds, after one untimed round. The
   1-minute load average is recorded around every sample. Besides the wall time, each child reports its own CPU
   time (``process_time``, the emulator's excluded): steadier on a loaded machine. ``--before PATH`` also builds
   another checkout's deployed assets with that checkout's own bench and construct environment (``git worktree add
@@ -55,6 +57,10 @@ from tests.support.lambda_process import lambda_env
 
 REPO = Path(__file__).resolve().parent.parent
 HANDLERS = ("run", "submit", "worker", "sweeper", "retention")
+#: The rows that are not a handler, and the asset each imports from: the anchor (boto3 + client + GetItem) from the
+#: smallest asset, and the floor (the anchor + Powertools' Logger and Metrics + one pydantic model) from one that
+#: holds all three packages at their pinned versions.
+ANCHOR_ASSETS = {"boto3": "retention", "floor": "run"}
 #: The construct's default runtime: what the assets are built and measured for unless ``--python`` says otherwise.
 DEPLOY_PYTHON = "3.12"
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)\s*$")
@@ -71,6 +77,33 @@ if kind == "boto3":
     imported = time.perf_counter()
     client = boto3.client("dynamodb")
     client.get_item(TableName=json.load(open(event_path))["table"], Key={"turnId": {"S": "none"}})
+    status = "ok"
+elif kind == "floor":
+    # The anchor plus the least a handler written in this house's style imports: Powertools' Logger and Metrics
+    # around the function, and one pydantic model validating what it read.
+    import boto3
+    from aws_lambda_powertools import Logger, Metrics
+    from pydantic import BaseModel
+    imported = time.perf_counter()
+
+    class Item(BaseModel):
+        found: bool
+
+    logger, metrics = Logger(), Metrics(namespace="agentturn-bench")
+
+    @logger.inject_lambda_context
+    @metrics.log_metrics
+    def handler(event, context):
+        client = boto3.client("dynamodb")
+        item = client.get_item(TableName=event["table"], Key={"turnId": {"S": "none"}}).get("Item")
+        return Item(found=item is not None).model_dump()
+
+    class FloorContext:
+        function_name, memory_limit_in_mb, function_version = "agentturn-floor", 1024, "$LATEST"
+        aws_request_id, log_group_name, log_stream_name = str(uuid.uuid4()), "/aws/lambda/agentturn-floor", "cold"
+        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:agentturn-floor"
+
+    handler(json.load(open(event_path)), FloorContext())
     status = "ok"
 else:
     import app
@@ -296,6 +329,7 @@ def measure_first_requests(
         retention_event = json.loads((EVENTS / "dynamodb_stream_ttl_remove.json").read_text())
         events: dict[str, Callable[[], dict[str, Any]]] = {
             "boto3": lambda: {"table": resources.turns_table},
+            "floor": lambda: {"table": resources.turns_table},
             "run": lambda: start_turn_event(f"cold-{uuid.uuid4().hex[:12]}"),
             "submit": lambda: submit_event(*waiting_turn()),
             "worker": lambda: sqs_event([queued_message()], resources.queue_url),
@@ -305,8 +339,8 @@ def measure_first_requests(
         for round_number in range(runs + 1):
             for variant in variants:
                 for name, make_event in events.items():
-                    # The anchor imports boto3 from an asset too (the smallest): the same pinned version.
-                    asset = assets[variant]["retention" if name == "boto3" else name]
+                    # The anchor and the floor import from an asset too: the same pinned versions.
+                    asset = assets[variant][ANCHOR_ASSETS.get(name, name)]
                     key = f"{name}/{variant}"
                     event_path, out = folder / f"{name}.event.json", folder / f"{name}.out.json"
                     event_path.write_text(json.dumps(make_event(), ensure_ascii=False))
@@ -364,9 +398,13 @@ def measure_first_requests(
     # The anchor is boto3 with byte code: the runtime's own boto3 is precompiled.
     baseline = next(r["first_answer_ms"] for r in rows if r["handler"] == "boto3" and r["asset"] == "pyc")
     baseline_cpu = next(r["first_answer_cpu_ms"] for r in rows if r["handler"] == "boto3" and r["asset"] == "pyc")
+    # The floor: what any handler in this house's style pays before its own code (with byte code, as deployed).
+    floor = next(r for r in rows if r["handler"] == "floor" and r["asset"] == "pyc")
     for row in rows:
         row["ratio_to_boto3_first_request"] = row["first_answer_ms"] / baseline
         row["cpu_ratio_to_boto3_first_request"] = row["first_answer_cpu_ms"] / baseline_cpu
+        row["ratio_to_floor"] = row["first_answer_ms"] / floor["first_answer_ms"]
+        row["cpu_ratio_to_floor"] = row["first_answer_cpu_ms"] / floor["first_answer_cpu_ms"]
     if before is not None:
         # Per handler, this checkout's deployed asset against the before checkout's, in the same rounds.
         was = {r["handler"]: r["first_answer_ms"] for r in rows if r["asset"] == "before"}
@@ -381,7 +419,7 @@ def measure_first_requests(
         "read_only_mount": can_mount_read_only(),
         "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
         "before": str(before) if before is not None else None,
-        "rows": sorted(rows, key=lambda r: (VARIANTS.index(r["asset"]), r["handler"] != "boto3")),
+        "rows": sorted(rows, key=lambda r: (VARIANTS.index(r["asset"]), r["handler"] not in ANCHOR_ASSETS)),
     }
 
 
@@ -438,6 +476,7 @@ def main() -> None:
             f"{row['handler']:>10} {row['asset']:>6} first answer {row['first_answer_ms']:7.1f} ms "
             f"(import {row['import_ms']:.1f} ms) ×boto3+GetItem {row['ratio_to_boto3_first_request']:.2f} "
             f"cpu {row['first_answer_cpu_ms']:6.1f} ms ×boto3 {row['cpu_ratio_to_boto3_first_request']:.2f} "
+            f"×floor {row['ratio_to_floor']:.2f} (cpu {row['cpu_ratio_to_floor']:.2f}) "
             + (
                 f"×before {row['ratio_to_before']:.2f} (cpu {row['cpu_ratio_to_before']:.2f}) "
                 if "ratio_to_before" in row
