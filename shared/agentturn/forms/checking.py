@@ -1,9 +1,9 @@
 """The form validator, loaded where submitted data is first checked.
 
 The validator brings the ``regex`` package and the format checks. A process that never checks a submission (the
-sweeper, the retention handler) should not pay for them at its cold start, so code outside :mod:`agentturn.forms`
-that checks data at run time reaches the validator through :func:`problems_in` (``tests/functional/
-test_cold_start.py`` holds the sweeper to it).
+sweeper, the retention handler) should not pay for them at its cold start, so the engine, which every handler
+imports, reaches the validator only through :func:`problems_in` (``tests/functional/test_cold_start.py`` holds
+the sweeper to it).
 """
 
 from __future__ import annotations
