@@ -374,7 +374,8 @@ def imports_table(imports: dict[str, Any]) -> list[str]:
         ]
         events = {
             "boto3": "bare `import boto3`, one client, one GetItem",
-            "floor": "the floor: the same inside Logger + Metrics, one pydantic model",
+            "pydantic": "the same with one pydantic model for what it read",
+            "floor": "the floor: the same inside Powertools' Logger + Metrics",
             "run": "run (POST /conversations/{id}/turns)",
             "submit": "submit (POST …/submit)",
             "worker": "worker (SQS resume message)",

@@ -21,7 +21,8 @@ elsewhere on the machine is spread over all of them), after one untimed round th
   ``import boto3`` + one client + one ``GetItem``, boto3 from the asset with byte code (the runtime's own
   boto3 is precompiled) and without — and the *floor*: the anchor inside Powertools' ``Logger`` and ``Metrics``
   decorators with one pydantic model validating what it read (the least handler in this house's style, from the
-  run asset; ``×floor`` per handler) — all alternating in the same rounds, after one untimed round. The
+  run asset; ``×floor`` per handler), and the same without Powertools (*pydantic*: what pydantic alone adds) —
+  all alternating in the same rounds, after one untimed round. The
   1-minute load average is recorded around every sample. Besides the wall time, each child reports its own CPU
   time (``process_time``, the emulator's excluded): steadier on a loaded machine. ``--before PATH`` also builds
   another checkout's deployed assets with that checkout's own bench and construct environment (``git worktree add
@@ -58,9 +59,11 @@ from tests.support.lambda_process import lambda_env
 REPO = Path(__file__).resolve().parent.parent
 HANDLERS = ("run", "submit", "worker", "sweeper", "retention")
 #: The rows that are not a handler, and the asset each imports from: the anchor (boto3 + client + GetItem) from the
-#: smallest asset, and the floor (the anchor + Powertools' Logger and Metrics + one pydantic model) from one that
-#: holds all three packages at their pinned versions.
-ANCHOR_ASSETS = {"boto3": "retention", "floor": "run"}
+#: smallest asset; the anchor + one pydantic model, and the floor (that + Powertools' Logger and Metrics), from one
+#: that holds all three packages at their pinned versions.
+ANCHOR_ASSETS = {"boto3": "retention", "pydantic": "run", "floor": "run"}
+#: The anchor rows first (boto3, then what the floor adds step by step), then the handlers as they ran.
+_ROW_ORDER = {name: index for index, name in enumerate(ANCHOR_ASSETS)}
 #: The construct's default runtime: what the assets are built and measured for unless ``--python`` says otherwise.
 DEPLOY_PYTHON = "3.12"
 _LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)\s*$")
@@ -78,25 +81,25 @@ if kind == "boto3":
     client = boto3.client("dynamodb")
     client.get_item(TableName=json.load(open(event_path))["table"], Key={"turnId": {"S": "none"}})
     status = "ok"
-elif kind == "floor":
-    # The anchor plus the least a handler written in this house's style imports: Powertools' Logger and Metrics
-    # around the function, and one pydantic model validating what it read.
+elif kind in ("pydantic", "floor"):
+    # The anchor plus the least a handler written in this house's style imports: one pydantic model validating
+    # what it read ("pydantic") and, for the floor, Powertools' Logger and Metrics around the function.
     import boto3
-    from aws_lambda_powertools import Logger, Metrics
     from pydantic import BaseModel
+    if kind == "floor":
+        from aws_lambda_powertools import Logger, Metrics
     imported = time.perf_counter()
 
     class Item(BaseModel):
         found: bool
 
-    logger, metrics = Logger(), Metrics(namespace="agentturn-bench")
-
-    @logger.inject_lambda_context
-    @metrics.log_metrics
     def handler(event, context):
         client = boto3.client("dynamodb")
         item = client.get_item(TableName=event["table"], Key={"turnId": {"S": "none"}}).get("Item")
         return Item(found=item is not None).model_dump()
+
+    if kind == "floor":
+        handler = Logger().inject_lambda_context(Metrics(namespace="agentturn-bench").log_metrics(handler))
 
     class FloorContext:
         function_name, memory_limit_in_mb, function_version = "agentturn-floor", 1024, "$LATEST"
@@ -329,6 +332,7 @@ def measure_first_requests(
         retention_event = json.loads((EVENTS / "dynamodb_stream_ttl_remove.json").read_text())
         events: dict[str, Callable[[], dict[str, Any]]] = {
             "boto3": lambda: {"table": resources.turns_table},
+            "pydantic": lambda: {"table": resources.turns_table},
             "floor": lambda: {"table": resources.turns_table},
             "run": lambda: start_turn_event(f"cold-{uuid.uuid4().hex[:12]}"),
             "submit": lambda: submit_event(*waiting_turn()),
@@ -419,7 +423,7 @@ def measure_first_requests(
         "read_only_mount": can_mount_read_only(),
         "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
         "before": str(before) if before is not None else None,
-        "rows": sorted(rows, key=lambda r: (VARIANTS.index(r["asset"]), r["handler"] not in ANCHOR_ASSETS)),
+        "rows": sorted(rows, key=lambda r: (VARIANTS.index(r["asset"]), _ROW_ORDER.get(r["handler"], len(_ROW_ORDER)))),
     }
 
 
